@@ -1,0 +1,1224 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka_worker.c
+ *	  Kafka source worker: a dynamic background worker that consumes its
+ *	  share of a source's partitions and loads them, batch by batch, into
+ *	  the source's stream.
+ *
+ * The worker connects as the source's owner, so the stream INSERT (and
+ * every continuous view trigger it fires) runs with the owner's rights;
+ * only the bookkeeping statements on stream_ext's own tables run as the
+ * catalog owner.  One batch is one transaction:
+ *
+ *	1. lock the source row (FOR KEY SHARE) and check it is still running;
+ *	2. decode every message into a tuple (formats.c) inside one
+ *	   subtransaction; a message that fails rolls back only that
+ *	   subtransaction, is set aside as a dead letter, and decoding goes on
+ *	   in a fresh one from the next message;
+ *	3. INSERT INTO stream SELECT ... FROM <the batch as an ephemeral named
+ *	   relation>: one statement, so the stream's statement-level triggers
+ *	   fire once per batch; should it fail, the rows are retried one by one
+ *	   (failure path only) and the failing ones dead-lettered;
+ *	4. insert the dead letters and upsert the next offset of every
+ *	   partition in stream_ext.kafka_offsets;
+ *	5. commit.
+ *
+ * Kafka offsets are never committed to the broker: the stored offsets are
+ * the only truth, so a batch is applied exactly once.  After any failure
+ * the consumer is torn down and rebuilt from the stored offsets after an
+ * exponential backoff (100 ms .. 30 s), with the error shown in
+ * stream_ext.source_status.  Per-batch memory lives in contexts reset for
+ * every batch.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/queryenvironment.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "formats.h"
+#include "kafka.h"
+
+#define BATCH_ENR_NAME	"stream_ext_batch"
+#define ROW_ENR_NAME	"stream_ext_row"
+#define IDLE_POLL_MS	250
+#define STATE_CHECK_MS	1000
+#define METADATA_CHECK_MS 30000
+#define BACKOFF_MIN_MS	100
+#define BACKOFF_MAX_MS	30000
+
+typedef enum BatchResult
+{
+	BATCH_OK,
+	BATCH_SOURCE_GONE,			/* stopped, dropped or failed: exit */
+	BATCH_STOP_ON_ERROR			/* on_error = 'stop' hit a bad message */
+} BatchResult;
+
+/* a message that could not be loaded */
+typedef struct DeadLetter
+{
+	int			msgidx;
+	char	   *error;
+} DeadLetter;
+
+typedef struct Worker
+{
+	KafkaWorkerArgs args;
+	KafkaWorkerSlot *slot;
+
+	/* the source (in source_cxt) */
+	char	   *name;
+	Oid			stream;
+	char	   *brokers;
+	char	   *topic;
+	KafkaFormat format;
+	KafkaOptions opts;
+	KafkaDecoder *dec;
+	char	   *insert_sql;
+	char	   *row_insert_sql;
+	char	   *group_id;
+
+	/* the consumer */
+	rd_kafka_t *rk;
+	rd_kafka_queue_t *rkq;
+	int			npartitions;	/* of the topic, as last seen */
+	int			nmine;
+	int32	   *mine;			/* my partitions */
+	int64	   *next_offset;	/* stored (committed) next offset per mine[] */
+	int64	   *high_watermark;
+
+	/* the batch */
+	rd_kafka_message_t **msgs;
+	int			nmsgs;
+
+	MemoryContext source_cxt;
+	MemoryContext batch_cxt;
+	MemoryContext msg_cxt;
+
+	/* pacing */
+	int			backoff_ms;
+	TimestampTz last_state_check;
+	TimestampTz last_metadata_check;
+	TimestampTz rate_time;
+	uint64		rate_messages;
+} Worker;
+
+static Worker W;
+
+/* set by librdkafka's error callback (runs in this process' poll calls) */
+static char rk_error[KAFKA_ERRMSG_LEN];
+static volatile bool rk_error_pending = false;
+
+static void
+rk_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	snprintf(rk_error, sizeof(rk_error), "%s: %s",
+			 rd_kafka_err2name((rd_kafka_resp_err_t) err), reason);
+	rk_error_pending = true;
+}
+
+/* ----------------------------------------------------------------
+ * Shared memory slot
+ * ----------------------------------------------------------------
+ */
+
+static bool
+claim_slot(void)
+{
+	int			i;
+	int			free_slot = -1;
+
+	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < kafka_shared->nslots; i++)
+	{
+		KafkaWorkerSlot *s = &kafka_shared->slots[i];
+
+		if (s->in_use)
+		{
+			if (s->dboid == W.args.dboid && s->source_id == W.args.source_id &&
+				s->worker == W.args.worker)
+			{
+				LWLockRelease(kafka_shared->lock);
+				return false;	/* a twin is already running */
+			}
+		}
+		else if (free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+	{
+		LWLockRelease(kafka_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("all %d Kafka worker slots are in use", kafka_shared->nslots),
+				 errhint("Raise stream_ext.kafka_max_workers.")));
+	}
+	W.slot = &kafka_shared->slots[free_slot];
+	memset(W.slot, 0, sizeof(KafkaWorkerSlot));
+	W.slot->in_use = true;
+	W.slot->pid = MyProcPid;
+	W.slot->dboid = W.args.dboid;
+	W.slot->owner = W.args.owner;
+	W.slot->source_id = W.args.source_id;
+	W.slot->worker = W.args.worker;
+	W.slot->state = KWS_STARTING;
+	W.slot->started_at = GetCurrentTimestamp();
+	LWLockRelease(kafka_shared->lock);
+	return true;
+}
+
+static void
+release_slot(int code, Datum arg)
+{
+	if (W.slot == NULL)
+		return;
+	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	memset(W.slot, 0, sizeof(KafkaWorkerSlot));
+	LWLockRelease(kafka_shared->lock);
+	W.slot = NULL;
+}
+
+static void
+set_error(const char *msg, KafkaWorkerState state)
+{
+	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	strlcpy(W.slot->last_error, msg, KAFKA_ERRMSG_LEN);
+	W.slot->last_error_time = GetCurrentTimestamp();
+	W.slot->state = state;
+	LWLockRelease(kafka_shared->lock);
+}
+
+static void
+set_state(KafkaWorkerState state)
+{
+	if (W.slot->state == state)
+		return;
+	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	W.slot->state = state;
+	LWLockRelease(kafka_shared->lock);
+}
+
+static void
+publish_partitions(void)
+{
+	int			i;
+
+	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	W.slot->npartitions = Min(W.nmine, KAFKA_MAX_WORKER_PARTITIONS);
+	for (i = 0; i < W.slot->npartitions; i++)
+	{
+		W.slot->partitions[i].partition = W.mine[i];
+		W.slot->partitions[i].next_offset = W.next_offset[i];
+		W.slot->partitions[i].high_watermark = W.high_watermark[i];
+	}
+	LWLockRelease(kafka_shared->lock);
+}
+
+/* refresh the cached high watermarks (non-blocking) */
+static void
+refresh_watermarks(void)
+{
+	int			i;
+
+	if (W.rk == NULL)
+		return;
+	for (i = 0; i < W.nmine; i++)
+	{
+		int64_t		lo,
+					hi;
+
+		if (rd_kafka_get_watermark_offsets(W.rk, W.topic, W.mine[i], &lo, &hi) ==
+			RD_KAFKA_RESP_ERR_NO_ERROR && hi >= 0)
+			W.high_watermark[i] = hi;
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Catalog access (SPI; caller manages the transaction)
+ * ----------------------------------------------------------------
+ */
+
+static Oid	catalog_owner = InvalidOid;
+static Oid	save_userid;
+static int	save_sec;
+
+static void
+become_catalog_owner(void)
+{
+	if (!OidIsValid(catalog_owner))
+		catalog_owner = kafka_catalog_owner();
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(catalog_owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+static void
+become_owner_again(void)
+{
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+static void
+begin_xact(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+commit_xact(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+}
+
+/*
+ * Is the source still there and running?  With lock, take FOR KEY SHARE so
+ * that drop_source waits for the batch being applied.
+ */
+static bool
+source_is_running(bool lock)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+	int			ret;
+	char	   *state;
+
+	if (!OidIsValid(get_extension_oid("stream_ext", true)))
+		return false;
+	args[0] = Int32GetDatum(W.args.source_id);
+	become_catalog_owner();
+	ret = SPI_execute_with_args(lock ?
+								"SELECT state FROM stream_ext.kafka_sources WHERE id = $1 FOR KEY SHARE" :
+								"SELECT state FROM stream_ext.kafka_sources WHERE id = $1",
+								1, argtypes, args, NULL, false, 1);
+	become_owner_again();
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return false;
+	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return strcmp(state, "running") == 0;
+}
+
+/* load the source definition; false if it is not (or no longer) running */
+static bool
+load_source(void)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+	int			ret;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	MemoryContext old;
+
+	begin_xact();
+	if (!source_is_running(false))
+	{
+		commit_xact();
+		return false;
+	}
+	args[0] = Int32GetDatum(W.args.source_id);
+	become_catalog_owner();
+	ret = SPI_execute_with_args("SELECT name, stream::oid, brokers, topic, format, options "
+								"FROM stream_ext.kafka_sources WHERE id = $1",
+								1, argtypes, args, NULL, true, 1);
+	become_owner_again();
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read Kafka source %d", W.args.source_id);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+
+	MemoryContextReset(W.source_cxt);
+	old = MemoryContextSwitchTo(W.source_cxt);
+	W.name = SPI_getvalue(tup, desc, 1);
+	W.stream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	W.brokers = SPI_getvalue(tup, desc, 3);
+	W.topic = SPI_getvalue(tup, desc, 4);
+	W.format = kafka_parse_format(SPI_getvalue(tup, desc, 5));
+	kafka_parse_options(DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 6, &isnull)),
+						&W.opts);
+	W.dec = kafka_decoder_create(W.stream, W.format, &W.opts);
+	W.insert_sql = kafka_decoder_insert_sql(W.dec, BATCH_ENR_NAME);
+	W.row_insert_sql = kafka_decoder_insert_sql(W.dec, ROW_ENR_NAME);
+	W.group_id = psprintf("stream_ext-%s", W.name);
+	W.msgs = palloc0(sizeof(rd_kafka_message_t *) * W.opts.batch_size);
+	MemoryContextSwitchTo(old);
+
+	commit_xact();
+	pgstat_report_appname(psprintf("stream_ext source %s", W.name));
+	return true;
+}
+
+/* ----------------------------------------------------------------
+ * Consumer
+ * ----------------------------------------------------------------
+ */
+
+static void
+free_batch_messages(void)
+{
+	int			i;
+
+	for (i = 0; i < W.nmsgs; i++)
+		rd_kafka_message_destroy(W.msgs[i]);
+	W.nmsgs = 0;
+}
+
+static void
+teardown_consumer(void)
+{
+	free_batch_messages();
+	if (W.rkq)
+		rd_kafka_queue_destroy(W.rkq);
+	W.rkq = NULL;
+	if (W.rk)
+		rd_kafka_destroy(W.rk);
+	W.rk = NULL;
+}
+
+/* number of partitions of the topic; ereports if unknown or missing */
+static int
+topic_partition_count(int timeout_ms)
+{
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(W.rk, W.topic, NULL);
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+	int			n;
+
+	err = rd_kafka_metadata(W.rk, 0, rkt, &md, timeout_ms);
+	rd_kafka_topic_destroy(rkt);
+	if (err)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("cannot get metadata of Kafka topic \"%s\" from %s: %s",
+						W.topic, W.brokers, rd_kafka_err2str(err))));
+	if (md->topic_cnt != 1 || md->topics[0].err ||
+		md->topics[0].partition_cnt == 0)
+	{
+		err = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+		rd_kafka_metadata_destroy(md);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("Kafka topic \"%s\" is not available: %s",
+						W.topic, err ? rd_kafka_err2str(err) : "no partitions")));
+	}
+	n = md->topics[0].partition_cnt;
+	rd_kafka_metadata_destroy(md);
+	return n;
+}
+
+/* the concrete start offset of a partition with no stored offset */
+static int64
+resolve_start_offset(int32 partition)
+{
+	int64_t		lo,
+				hi;
+	rd_kafka_resp_err_t err;
+
+	if (W.opts.start == KAFKA_START_OFFSET)
+		return W.opts.start_offset;
+
+	err = rd_kafka_query_watermark_offsets(W.rk, W.topic, partition, &lo, &hi, 5000);
+	if (err)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("cannot query offsets of Kafka topic \"%s\" partition %d: %s",
+						W.topic, partition, rd_kafka_err2str(err))));
+	if (W.opts.start == KAFKA_START_EARLIEST)
+		return lo;
+	if (W.opts.start == KAFKA_START_LATEST)
+		return hi;
+
+	/* timestamp */
+	{
+		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+		int64		off;
+
+		rd_kafka_topic_partition_list_add(l, W.topic, partition)->offset =
+			W.opts.start_timestamp_ms;
+		err = rd_kafka_offsets_for_times(W.rk, l, 5000);
+		off = l->elems[0].err ? -1 : l->elems[0].offset;
+		rd_kafka_topic_partition_list_destroy(l);
+		if (err)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("cannot look up offsets by timestamp in Kafka topic \"%s\": %s",
+							W.topic, rd_kafka_err2str(err))));
+		return off < 0 ? hi : off;
+	}
+}
+
+/*
+ * Create the consumer, find my partitions, and assign them at their stored
+ * offsets (resolving and storing the start offset of new partitions).
+ */
+static void
+setup_consumer(void)
+{
+	rd_kafka_conf_t *conf;
+	char		errstr[512];
+	rd_kafka_topic_partition_list_t *assign;
+	Oid			argtypes[4] = {TEXTOID, INT4OID, INT8OID, INT8OID};
+	Datum		args[4];
+	int			p,
+				i,
+				ret;
+	MemoryContext old;
+
+	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id);
+	rd_kafka_conf_set_error_cb(conf, rk_error_cb);
+	W.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+	if (W.rk == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("cannot create Kafka consumer: %s", errstr)));
+	rd_kafka_poll_set_consumer(W.rk);
+	W.rkq = rd_kafka_queue_get_consumer(W.rk);
+
+	W.npartitions = topic_partition_count(5000);
+
+	old = MemoryContextSwitchTo(W.source_cxt);
+	W.mine = palloc(sizeof(int32) * W.npartitions);
+	W.next_offset = palloc(sizeof(int64) * W.npartitions);
+	W.high_watermark = palloc(sizeof(int64) * W.npartitions);
+	MemoryContextSwitchTo(old);
+	W.nmine = 0;
+	for (p = 0; p < W.npartitions; p++)
+		if (p % W.args.nworkers == W.args.worker)
+		{
+			W.mine[W.nmine] = p;
+			W.next_offset[W.nmine] = -1;
+			W.high_watermark[W.nmine] = -1;
+			W.nmine++;
+		}
+
+	/* stored offsets */
+	begin_xact();
+	args[0] = CStringGetTextDatum(W.name);
+	become_catalog_owner();
+	ret = SPI_execute_with_args("SELECT partition, next_offset FROM stream_ext.kafka_offsets "
+								"WHERE source = $1", 1, argtypes, args, NULL, true, 0);
+	become_owner_again();
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+	for (i = 0; i < (int) SPI_processed; i++)
+	{
+		bool		isnull;
+		int32		part = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		int64		off = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+
+		for (p = 0; p < W.nmine; p++)
+			if (W.mine[p] == part)
+				W.next_offset[p] = off;
+	}
+	/* new partitions: resolve and store their start, so restarts agree */
+	for (p = 0; p < W.nmine; p++)
+	{
+		if (W.next_offset[p] >= 0)
+			continue;
+		W.next_offset[p] = resolve_start_offset(W.mine[p]);
+		args[1] = Int32GetDatum(W.mine[p]);
+		args[2] = Int64GetDatum(W.next_offset[p]);
+		args[3] = Int64GetDatum(W.next_offset[p]);
+		become_catalog_owner();
+		ret = SPI_execute_with_args("INSERT INTO stream_ext.kafka_offsets "
+									"(source, partition, next_offset, high_watermark) "
+									"VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+									4, argtypes, args, NULL, false, 0);
+		become_owner_again();
+		if (ret != SPI_OK_INSERT)
+			elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+	}
+	commit_xact();
+
+	assign = rd_kafka_topic_partition_list_new(Max(W.nmine, 1));
+	for (p = 0; p < W.nmine; p++)
+		rd_kafka_topic_partition_list_add(assign, W.topic, W.mine[p])->offset =
+			W.next_offset[p];
+	{
+		rd_kafka_resp_err_t err = rd_kafka_assign(W.rk, assign);
+
+		rd_kafka_topic_partition_list_destroy(assign);
+		if (err)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("cannot assign Kafka partitions: %s", rd_kafka_err2str(err))));
+	}
+	W.last_metadata_check = GetCurrentTimestamp();
+	publish_partitions();
+	ereport(LOG,
+			(errmsg("stream_ext: Kafka source \"%s\" worker %d consuming %d of %d partitions of topic \"%s\"",
+					W.name, W.args.worker, W.nmine, W.npartitions, W.topic)));
+}
+
+/*
+ * Collect up to batch_size messages: wait up to IDLE_POLL_MS for the first,
+ * then up to max_wait_ms for the rest.
+ */
+static void
+consume_batch(void)
+{
+	ssize_t		got;
+	TimestampTz deadline;
+	int			i,
+				keep;
+
+	W.nmsgs = 0;
+	got = rd_kafka_consume_batch_queue(W.rkq, IDLE_POLL_MS, W.msgs, 1);
+	if (got <= 0)
+		return;
+	W.nmsgs = (int) got;
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), W.opts.max_wait_ms);
+	while (W.nmsgs < W.opts.batch_size)
+	{
+		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+		if (remaining <= 0)
+			break;
+		got = rd_kafka_consume_batch_queue(W.rkq, (int) remaining,
+										   W.msgs + W.nmsgs,
+										   W.opts.batch_size - W.nmsgs);
+		if (got > 0)
+			W.nmsgs += (int) got;
+	}
+
+	/* consumer errors travel as messages: record, drop */
+	keep = 0;
+	for (i = 0; i < W.nmsgs; i++)
+	{
+		rd_kafka_message_t *m = W.msgs[i];
+
+		if (m->err)
+		{
+			char		buf[KAFKA_ERRMSG_LEN];
+
+			snprintf(buf, sizeof(buf), "%s: %s", rd_kafka_err2name(m->err),
+					 rd_kafka_message_errstr(m));
+			set_error(buf, KWS_RETRYING);
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		W.msgs[keep++] = m;
+	}
+	W.nmsgs = keep;
+}
+
+/* ----------------------------------------------------------------
+ * Batch application
+ * ----------------------------------------------------------------
+ */
+
+static void
+msg_to_kafka_message(rd_kafka_message_t *m, KafkaMessage *km)
+{
+	rd_kafka_timestamp_type_t tstype;
+
+	km->payload = m->payload;
+	km->len = m->len;
+	km->key = m->key;
+	km->keylen = m->key_len;
+	km->partition = m->partition;
+	km->offset = m->offset;
+	km->timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
+	if (tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE)
+		km->timestamp_ms = -1;
+}
+
+static Datum
+bytea_datum(const void *data, size_t len)
+{
+	bytea	   *b = palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(b, VARHDRSZ + len);
+	if (len)
+		memcpy(VARDATA(b), data, len);
+	return PointerGetDatum(b);
+}
+
+static void
+insert_dead_letter(rd_kafka_message_t *m, const char *error)
+{
+	Oid			argtypes[6] = {TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID, TEXTOID};
+	Datum		args[6];
+	char		nulls[7] = "      ";
+	int			ret;
+
+	args[0] = CStringGetTextDatum(W.name);
+	args[1] = Int32GetDatum(m->partition);
+	args[2] = Int64GetDatum(m->offset);
+	if (m->key)
+		args[3] = bytea_datum(m->key, m->key_len);
+	else
+		nulls[3] = 'n';
+	if (m->payload)
+		args[4] = bytea_datum(m->payload, m->len);
+	else
+		nulls[4] = 'n';
+	args[5] = CStringGetTextDatum(error);
+	become_catalog_owner();
+	ret = SPI_execute_with_args("INSERT INTO stream_ext.dead_letters "
+								"(source, partition, \"offset\", key, payload, error) "
+								"VALUES ($1, $2, $3, $4, $5, $6)",
+								6, argtypes, args, nulls, false, 0);
+	become_owner_again();
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+}
+
+static void
+register_enr(const char *name, Tuplestorestate *ts, int ntuples)
+{
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+	int			ret;
+
+	enr->md.name = (char *) name;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = W.dec->tupdesc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = ntuples;
+	enr->reldata = ts;
+	ret = SPI_register_relation(enr);
+	if (ret != SPI_OK_REL_REGISTER)
+		elog(ERROR, "SPI_register_relation failed: %s", SPI_result_code_string(ret));
+}
+
+/* error text of the error being caught; leaves error state clean */
+static char *
+catch_error_message(MemoryContext cxt)
+{
+	ErrorData  *edata;
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+
+	edata = CopyErrorData();
+	FlushErrorState();
+	MemoryContextSwitchTo(old);
+	return edata->message ? edata->message : pstrdup("unknown error");
+}
+
+/*
+ * Apply W.msgs[0..nmsgs) in one transaction.  ereports on failures that
+ * are not about one message (the caller backs off and rebuilds).
+ */
+static BatchResult
+apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
+{
+	MemoryContext oldcxt;
+	HeapTuple  *tuples;
+	int		   *tuple_msg;
+	int			ntuples = 0;
+	DeadLetter *dead;
+	int			ndead = 0;
+	int			i;
+	int			ret;
+	int64	   *batch_next;
+	bool		insert_failed = false;
+	char	   *stop_error = NULL;
+	ResourceOwner oldowner;
+
+	*n_errors = *n_dead = *n_bytes = 0;
+	MemoryContextReset(W.batch_cxt);
+
+	begin_xact();
+	if (!source_is_running(true))
+	{
+		commit_xact();
+		return BATCH_SOURCE_GONE;
+	}
+
+	oldcxt = MemoryContextSwitchTo(W.batch_cxt);
+	tuples = palloc(sizeof(HeapTuple) * W.nmsgs);
+	tuple_msg = palloc(sizeof(int) * W.nmsgs);
+	dead = palloc(sizeof(DeadLetter) * W.nmsgs);
+	batch_next = palloc(sizeof(int64) * W.nmine);
+	for (i = 0; i < W.nmine; i++)
+		batch_next[i] = -1;
+	MemoryContextSwitchTo(oldcxt);
+
+	/*
+	 * Decode.  One subtransaction covers the whole run of good messages; a
+	 * bad one aborts it, and decoding resumes in a new one.
+	 */
+	i = 0;
+	while (i < W.nmsgs && stop_error == NULL)
+	{
+		oldowner = CurrentResourceOwner;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(W.msg_cxt);
+		PG_TRY();
+		{
+			for (; i < W.nmsgs; i++)
+			{
+				rd_kafka_message_t *m = W.msgs[i];
+				KafkaMessage km;
+				HeapTuple	tup;
+
+				*n_bytes += m->len;
+				if (m->len > (size_t) W.opts.max_message_bytes)
+				{
+					MemoryContextSwitchTo(W.batch_cxt);
+					dead[ndead].msgidx = i;
+					dead[ndead].error = psprintf("message of %zu bytes exceeds max_message_bytes (%d)",
+												 m->len, W.opts.max_message_bytes);
+					ndead++;
+					MemoryContextSwitchTo(W.msg_cxt);
+					continue;
+				}
+				msg_to_kafka_message(m, &km);
+				tup = kafka_decode(W.dec, &km);
+				MemoryContextSwitchTo(W.batch_cxt);
+				tuples[ntuples] = heap_copytuple(tup);
+				tuple_msg[ntuples] = i;
+				ntuples++;
+				MemoryContextSwitchTo(W.msg_cxt);
+				MemoryContextReset(W.msg_cxt);
+			}
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+		}
+		PG_CATCH();
+		{
+			char	   *msg = catch_error_message(W.batch_cxt);
+
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+			MemoryContextReset(W.msg_cxt);
+			dead[ndead].msgidx = i;
+			dead[ndead].error = msg;
+			ndead++;
+			i++;
+		}
+		PG_END_TRY();
+		/* the oversize path may also have added dead letters */
+		if (ndead > 0 && W.opts.on_error == KAFKA_ON_ERROR_STOP)
+			stop_error = dead[0].error;
+	}
+
+	/* Insert the batch with one statement. */
+	if (ntuples > 0 && stop_error == NULL)
+	{
+		Tuplestorestate *ts;
+
+		MemoryContextSwitchTo(W.batch_cxt);
+		ts = tuplestore_begin_heap(false, false, Max(work_mem, 65536));
+		for (i = 0; i < ntuples; i++)
+			tuplestore_puttuple(ts, tuples[i]);
+		MemoryContextSwitchTo(oldcxt);
+		register_enr(BATCH_ENR_NAME, ts, ntuples);
+
+		oldowner = CurrentResourceOwner;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(oldcxt);
+		PG_TRY();
+		{
+			ret = SPI_execute(W.insert_sql, false, 0);
+			if (ret != SPI_OK_INSERT)
+				elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+		}
+		PG_CATCH();
+		{
+			char	   *msg = catch_error_message(W.batch_cxt);
+
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+			insert_failed = true;
+			if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
+				stop_error = msg;
+		}
+		PG_END_TRY();
+		SPI_unregister_relation(BATCH_ENR_NAME);
+		tuplestore_end(ts);
+	}
+
+	/*
+	 * The batch INSERT failed: a row the stream refuses (a constraint, a
+	 * view's expression).  Retry row by row to isolate it (failure path).
+	 */
+	if (insert_failed && stop_error == NULL)
+	{
+		Tuplestorestate *ts;
+
+		MemoryContextSwitchTo(W.batch_cxt);
+		ts = tuplestore_begin_heap(false, false, work_mem);
+		MemoryContextSwitchTo(oldcxt);
+		register_enr(ROW_ENR_NAME, ts, 1);
+		for (i = 0; i < ntuples; i++)
+		{
+			tuplestore_clear(ts);
+			tuplestore_puttuple(ts, tuples[i]);
+			oldowner = CurrentResourceOwner;
+			BeginInternalSubTransaction(NULL);
+			MemoryContextSwitchTo(oldcxt);
+			PG_TRY();
+			{
+				ret = SPI_execute(W.row_insert_sql, false, 0);
+				if (ret != SPI_OK_INSERT)
+					elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+				ReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(oldcxt);
+				CurrentResourceOwner = oldowner;
+			}
+			PG_CATCH();
+			{
+				char	   *msg = catch_error_message(W.batch_cxt);
+
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(oldcxt);
+				CurrentResourceOwner = oldowner;
+				dead[ndead].msgidx = tuple_msg[i];
+				dead[ndead].error = msg;
+				ndead++;
+			}
+			PG_END_TRY();
+		}
+		SPI_unregister_relation(ROW_ENR_NAME);
+		tuplestore_end(ts);
+	}
+
+	if (stop_error != NULL)
+	{
+		/* nothing of this batch is stored; the caller marks the source failed */
+		set_error(stop_error, KWS_RETRYING);
+		SPI_finish();
+		PopActiveSnapshot();
+		AbortCurrentTransaction();
+		return BATCH_STOP_ON_ERROR;
+	}
+
+	/* dead letters */
+	*n_errors = ndead;
+	if (W.opts.on_error == KAFKA_ON_ERROR_DEAD_LETTER)
+	{
+		for (i = 0; i < ndead; i++)
+			insert_dead_letter(W.msgs[dead[i].msgidx], dead[i].error);
+		*n_dead = ndead;
+	}
+	if (ndead > 0)
+		set_error(dead[ndead - 1].error, W.slot->state);
+
+	/* offsets: next offset per partition touched by the batch */
+	for (i = 0; i < W.nmsgs; i++)
+	{
+		rd_kafka_message_t *m = W.msgs[i];
+		int			p;
+
+		for (p = 0; p < W.nmine; p++)
+			if (W.mine[p] == m->partition)
+			{
+				if (m->offset + 1 > batch_next[p])
+					batch_next[p] = m->offset + 1;
+				break;
+			}
+	}
+	refresh_watermarks();
+	for (i = 0; i < W.nmine; i++)
+	{
+		Oid			argtypes[4] = {TEXTOID, INT4OID, INT8OID, INT8OID};
+		Datum		args[4];
+		char		nulls[5] = "    ";
+
+		if (batch_next[i] < 0)
+			continue;
+		args[0] = CStringGetTextDatum(W.name);
+		args[1] = Int32GetDatum(W.mine[i]);
+		args[2] = Int64GetDatum(batch_next[i]);
+		if (W.high_watermark[i] >= 0)
+			args[3] = Int64GetDatum(Max(W.high_watermark[i], batch_next[i]));
+		else
+			nulls[3] = 'n';
+		become_catalog_owner();
+		ret = SPI_execute_with_args("INSERT INTO stream_ext.kafka_offsets AS o "
+									"(source, partition, next_offset, high_watermark) "
+									"VALUES ($1, $2, $3, $4) "
+									"ON CONFLICT (source, partition) DO UPDATE "
+									"SET next_offset = excluded.next_offset, "
+									"high_watermark = excluded.high_watermark, "
+									"updated_at = now()",
+									4, argtypes, args, nulls, false, 0);
+		become_owner_again();
+		if (ret != SPI_OK_INSERT)
+			elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+	}
+
+	commit_xact();
+
+	/* committed: now the in-memory offsets may move */
+	for (i = 0; i < W.nmine; i++)
+		if (batch_next[i] >= 0)
+			W.next_offset[i] = batch_next[i];
+	return BATCH_OK;
+}
+
+/* on_error = 'stop': mark the source failed, with the error */
+static void
+mark_source_failed(const char *error)
+{
+	Oid			argtypes[2] = {INT4OID, TEXTOID};
+	Datum		args[2];
+	int			ret;
+
+	begin_xact();
+	args[0] = Int32GetDatum(W.args.source_id);
+	args[1] = CStringGetTextDatum(error);
+	become_catalog_owner();
+	ret = SPI_execute_with_args("UPDATE stream_ext.kafka_sources "
+								"SET state = 'failed', last_error = $2, updated_at = now() "
+								"WHERE id = $1 AND state = 'running'",
+								2, argtypes, args, NULL, false, 0);
+	become_owner_again();
+	if (ret != SPI_OK_UPDATE)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+	commit_xact();
+}
+
+/* ----------------------------------------------------------------
+ * Main loop
+ * ----------------------------------------------------------------
+ */
+
+static void
+update_rate(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		ms = TimestampDifferenceMilliseconds(W.rate_time, now);
+
+	if (ms < 1000)
+		return;
+	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	{
+		double		inst = (double) (W.slot->messages - W.rate_messages) * 1000.0 / ms;
+
+		W.slot->rate = W.slot->rate == 0 ? inst : 0.5 * W.slot->rate + 0.5 * inst;
+		if (W.slot->rate < 0.01)
+			W.slot->rate = 0;
+		W.rate_messages = W.slot->messages;
+	}
+	LWLockRelease(kafka_shared->lock);
+	W.rate_time = now;
+}
+
+static void
+backoff_sleep(void)
+{
+	W.backoff_ms = W.backoff_ms == 0 ? BACKOFF_MIN_MS : Min(W.backoff_ms * 2, BACKOFF_MAX_MS);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 W.backoff_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/* one pass of the loop; returns false when the worker should exit */
+static bool
+worker_iteration(void)
+{
+	TimestampTz now;
+
+	if (W.rk == NULL)
+	{
+		set_state(KWS_STARTING);
+		setup_consumer();
+		set_state(KWS_RUNNING);
+		W.backoff_ms = 0;
+	}
+
+	consume_batch();
+	if (rk_error_pending)
+	{
+		rk_error_pending = false;
+		set_error(rk_error, KWS_RETRYING);
+	}
+
+	if (W.nmsgs > 0)
+	{
+		uint64		n_errors,
+					n_dead,
+					n_bytes;
+		int			n = W.nmsgs;
+		BatchResult r = apply_batch(&n_errors, &n_dead, &n_bytes);
+
+		if (r == BATCH_SOURCE_GONE)
+			return false;
+		if (r == BATCH_STOP_ON_ERROR)
+		{
+			mark_source_failed(W.slot->last_error);
+			ereport(LOG,
+					(errmsg("stream_ext: Kafka source \"%s\" stopped on a bad message: %s",
+							W.name, W.slot->last_error)));
+			return false;
+		}
+		free_batch_messages();
+		LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+		W.slot->messages += n;
+		W.slot->bytes += n_bytes;
+		W.slot->batches++;
+		W.slot->errors += n_errors;
+		W.slot->dead_letters += n_dead;
+		W.slot->last_batch_time = GetCurrentTimestamp();
+		if (W.slot->state == KWS_RETRYING)
+			W.slot->state = KWS_RUNNING;
+		LWLockRelease(kafka_shared->lock);
+		W.backoff_ms = 0;
+		publish_partitions();
+		W.last_state_check = GetCurrentTimestamp();
+	}
+
+	now = GetCurrentTimestamp();
+	update_rate();
+
+	if (TimestampDifferenceExceeds(W.last_state_check, now, STATE_CHECK_MS))
+	{
+		bool		running;
+
+		begin_xact();
+		running = source_is_running(false);
+		commit_xact();
+		if (!running)
+			return false;
+		W.last_state_check = now;
+		refresh_watermarks();
+		publish_partitions();
+
+		/* after broker errors, see whether the cluster answers again */
+		if (W.slot->state == KWS_RETRYING)
+		{
+			(void) topic_partition_count(1000);
+			set_state(KWS_RUNNING);
+		}
+	}
+
+	if (TimestampDifferenceExceeds(W.last_metadata_check, now, METADATA_CHECK_MS))
+	{
+		W.last_metadata_check = now;
+		if (topic_partition_count(5000) != W.npartitions)
+		{
+			ereport(LOG,
+					(errmsg("stream_ext: partitions of Kafka topic \"%s\" changed, reassigning",
+							W.topic)));
+			teardown_consumer();
+		}
+	}
+	return true;
+}
+
+void
+stream_ext_kafka_worker_main(Datum main_arg)
+{
+	memset(&W, 0, sizeof(W));
+	memcpy(&W.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaWorkerArgs));
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	if (kafka_shared == NULL)
+		ereport(FATAL,
+				(errmsg("stream_ext is not in shared_preload_libraries")));
+
+	/* every statement runs as the source's owner */
+	BackgroundWorkerInitializeConnectionByOid(W.args.dboid, W.args.owner, 0);
+
+	if (!claim_slot())
+		proc_exit(0);
+	before_shmem_exit(release_slot, (Datum) 0);
+
+	/* start_source's transaction must be over before we read the catalog */
+	while (TransactionIdIsValid(W.args.wait_xid) &&
+		   TransactionIdIsInProgress(W.args.wait_xid))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	W.source_cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka source",
+										 ALLOCSET_DEFAULT_SIZES);
+	W.batch_cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka batch",
+										ALLOCSET_DEFAULT_SIZES);
+	W.msg_cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka message",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	if (!load_source())
+		proc_exit(0);
+	W.rate_time = GetCurrentTimestamp();
+	W.last_state_check = W.rate_time;
+
+	for (;;)
+	{
+		bool		keep_going = true;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		PG_TRY();
+		{
+			keep_going = worker_iteration();
+		}
+		PG_CATCH();
+		{
+			char	   *msg;
+
+			HOLD_INTERRUPTS();
+			EmitErrorReport();
+			msg = catch_error_message(TopMemoryContext);
+			AbortOutOfAnyTransaction();
+			MemoryContextSwitchTo(TopMemoryContext);
+			RESUME_INTERRUPTS();
+
+			set_error(msg, KWS_RETRYING);
+			pfree(msg);
+			/* rebuild from the stored offsets: nothing of the batch stuck */
+			teardown_consumer();
+			keep_going = true;
+		}
+		PG_END_TRY();
+
+		if (!keep_going)
+			break;
+		if (W.rk == NULL)
+			backoff_sleep();
+	}
+
+	teardown_consumer();
+	ereport(LOG,
+			(errmsg("stream_ext: Kafka source \"%s\" worker %d exiting",
+					W.name ? W.name : "?", W.args.worker)));
+	proc_exit(0);
+}
