@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "launcher.h"
 #include "stream_ext.h"
 
 PG_MODULE_MAGIC;
@@ -21,4 +22,6 @@ void
 _PG_init(void)
 {
 	stream_ext_preloaded = process_shared_preload_libraries_in_progress;
+
+	stream_ext_launcher_init();
 }
