@@ -11,17 +11,40 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "ddl.h"
 #include "launcher.h"
+#include "maintain.h"
 #include "stream_ext.h"
 
 PG_MODULE_MAGIC;
 
+PG_FUNCTION_INFO_V1(stream_ext_assert_preloaded);
+
 bool		stream_ext_preloaded = false;
+
+void		_PG_init(void);
 
 void
 _PG_init(void)
 {
 	stream_ext_preloaded = process_shared_preload_libraries_in_progress;
 
+	ddl_init();
+	maintain_init();
 	stream_ext_launcher_init();
+}
+
+/*
+ * Called by the install script: continuous views are maintained by hooks
+ * that every backend must have, so the module has to be preloaded.
+ */
+Datum
+stream_ext_assert_preloaded(PG_FUNCTION_ARGS)
+{
+	if (!stream_ext_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream_ext must be loaded via shared_preload_libraries"),
+				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
+	PG_RETURN_VOID();
 }

@@ -1,2 +1,91 @@
 -- stream_ext install script, core part: catalog, streams, continuous views.
 \echo Use "CREATE EXTENSION stream_ext" to load this file. \quit
+
+CREATE FUNCTION stream_ext._assert_preloaded() RETURNS void
+    AS 'MODULE_PATHNAME', 'stream_ext_assert_preloaded' LANGUAGE C;
+SELECT stream_ext._assert_preloaded();
+DROP FUNCTION stream_ext._assert_preloaded();
+
+GRANT USAGE ON SCHEMA stream_ext TO PUBLIC;
+
+-- Catalog.  Objects are referenced by regclass so pg_dump writes them by
+-- name; the tables are readable by everyone and written only by the
+-- extension's own functions.
+CREATE TABLE stream_ext.stream_catalog (
+    stream      regclass PRIMARY KEY,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE stream_ext.view_catalog (
+    view         regclass PRIMARY KEY,
+    stream       regclass NOT NULL,
+    matrel       regclass NOT NULL UNIQUE,
+    aux_tables   regclass[] NOT NULL DEFAULT '{}',
+    definition   text NOT NULL,
+    maintain_sql text NOT NULL,
+    distinct_sql text[] NOT NULL DEFAULT '{}',
+    timezone     text NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX ON stream_ext.view_catalog (stream);
+
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.stream_catalog', '');
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.view_catalog', '');
+GRANT SELECT ON stream_ext.stream_catalog, stream_ext.view_catalog TO PUBLIC;
+
+CREATE VIEW stream_ext.streams AS
+SELECT s.stream AS name,
+       n.nspname AS schema,
+       c.relname AS stream_name,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+       (SELECT count(*) FROM stream_ext.view_catalog v WHERE v.stream = s.stream) AS views,
+       s.created_at
+  FROM stream_ext.stream_catalog s
+  JOIN pg_catalog.pg_class c ON c.oid = s.stream
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace;
+
+CREATE VIEW stream_ext.continuous_views AS
+SELECT v.view AS name,
+       v.stream AS source,
+       v.definition,
+       v.matrel AS materialization,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+       v.created_at
+  FROM stream_ext.view_catalog v
+  JOIN pg_catalog.pg_class c ON c.oid = v.view;
+
+GRANT SELECT ON stream_ext.streams, stream_ext.continuous_views TO PUBLIC;
+
+-- Streams
+CREATE FUNCTION stream_ext.create_stream(name text, columns text)
+    RETURNS regclass
+    AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
+    LANGUAGE C STRICT;
+
+CREATE FUNCTION stream_ext.reject_stream_modification() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_reject_stream_modification'
+    LANGUAGE C;
+
+-- Continuous views: maintenance and generic partial aggregation
+CREATE FUNCTION stream_ext.maintain() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_maintain'
+    LANGUAGE C;
+
+CREATE FUNCTION stream_ext.guard_materialization() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_guard_materialization'
+    LANGUAGE C;
+
+CREATE FUNCTION stream_ext.partial(aggregate "any", state_type anycompatible)
+    RETURNS anycompatible
+    AS 'MODULE_PATHNAME', 'stream_ext_partial'
+    LANGUAGE C STABLE PARALLEL UNSAFE;
+
+CREATE FUNCTION stream_ext.combine(state anyelement, other anyelement, aggregate regprocedure)
+    RETURNS anyelement
+    AS 'MODULE_PATHNAME', 'stream_ext_combine'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION stream_ext.finalize(state "any", aggregate regprocedure, result_type anycompatible)
+    RETURNS anycompatible
+    AS 'MODULE_PATHNAME', 'stream_ext_finalize'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;

@@ -1,0 +1,265 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  stream_ext's catalog: which tables are streams, which views are
+ *	  continuous and what their maintenance statements are.
+ *
+ *	  The catalog is two ordinary tables in schema stream_ext, readable by
+ *	  everyone and writable only by the extension's owner, so that users
+ *	  cannot forge entries.  Writes made on behalf of a user (creating a
+ *	  stream or a view) switch to the extension owner for the duration of
+ *	  that one fixed statement and nothing else.  Objects are referenced by
+ *	  regclass so that pg_dump writes them by name.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "access/table.h"
+#include "access/genam.h"
+
+#include "catalog.h"
+
+bool
+stream_ext_installed(void)
+{
+	return OidIsValid(get_extension_oid("stream_ext", true)) &&
+		OidIsValid(get_relname_relid("view_catalog",
+									 get_namespace_oid("stream_ext", true)));
+}
+
+static Oid
+extension_owner(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("stream_ext"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"stream_ext\" is not installed in this database")));
+	return owner;
+}
+
+void
+catalog_begin_write(Oid *save_userid, int *save_sec)
+{
+	Oid			owner = extension_owner();
+
+	GetUserIdAndSecContext(save_userid, save_sec);
+	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+catalog_end_write(Oid save_userid, int save_sec)
+{
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+/* run a catalog query with one oid parameter; returns the row count */
+static uint64
+catalog_query_oid(const char *sql, Oid relid, bool write)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	uint64		n;
+	int			rc;
+
+	SPI_connect();
+	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, !write, 0);
+	if (rc < 0)
+		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
+	n = SPI_processed;
+	SPI_finish();
+	return n;
+}
+
+bool
+catalog_is_stream(Oid relid)
+{
+	return catalog_query_oid("SELECT 1 FROM stream_ext.stream_catalog WHERE stream = $1",
+							 relid, false) > 0;
+}
+
+bool
+catalog_is_matrel(Oid relid)
+{
+	return catalog_query_oid("SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
+							 " OR $1::pg_catalog.regclass = ANY (aux_tables)",
+							 relid, false) > 0;
+}
+
+bool
+catalog_stream_has_views(Oid relid)
+{
+	return catalog_query_oid("SELECT 1 FROM stream_ext.view_catalog WHERE stream = $1",
+							 relid, false) > 0;
+}
+
+void
+catalog_insert_stream(Oid relid)
+{
+	Oid			save_userid;
+	int			save_sec;
+
+	catalog_begin_write(&save_userid, &save_sec);
+	catalog_query_oid("INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)",
+					  relid, true);
+	catalog_end_write(save_userid, save_sec);
+}
+
+static Datum
+text_list_to_array(List *list)
+{
+	int			n = list_length(list);
+	Datum	   *elems = palloc(sizeof(Datum) * (n + 1));
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, list)
+		elems[i++] = CStringGetTextDatum((char *) lfirst(lc));
+	return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false,
+										   TYPALIGN_INT));
+}
+
+void
+catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
+					List *aux_tables, const char *definition,
+					const char *maintain_sql, List *distinct_sql)
+{
+	Oid			argtypes[7] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTARRAYOID, OIDARRAYOID};
+	Datum		values[7];
+	Datum	   *auxs = palloc(sizeof(Datum) * (list_length(aux_tables) + 1));
+	int			naux = 0;
+	ListCell   *lc;
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = ObjectIdGetDatum(streamid);
+	values[2] = ObjectIdGetDatum(matrelid);
+	values[3] = CStringGetTextDatum(definition);
+	values[4] = CStringGetTextDatum(maintain_sql);
+	values[5] = text_list_to_array(distinct_sql);
+	foreach(lc, aux_tables)
+		auxs[naux++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[6] = PointerGetDatum(construct_array(auxs, naux, OIDOID, sizeof(Oid),
+												true, TYPALIGN_INT));
+
+	catalog_begin_write(&save_userid, &save_sec);
+	SPI_connect();
+	rc = SPI_execute_with_args("INSERT INTO stream_ext.view_catalog"
+							   " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
+							   " VALUES ($1, $2, $3, $7::pg_catalog.regclass[], $4, $5, $6,"
+							   " pg_catalog.current_setting('TimeZone'))",
+							   7, argtypes, values, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "could not record continuous view: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	catalog_end_write(save_userid, save_sec);
+}
+
+/*
+ * Fill *entry for the view whose materialization is matrelid; the strings
+ * are allocated in mcxt.  Returns false if there is none.
+ */
+bool
+catalog_lookup_view_by_matrel(Oid matrelid, ViewCatalogEntry *entry,
+							  MemoryContext mcxt)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(matrelid)};
+	bool		found = false;
+	int			rc;
+
+	SPI_connect();
+	rc = SPI_execute_with_args("SELECT v.view::oid, v.stream::oid, c.relowner,"
+							   " v.maintain_sql, v.distinct_sql, v.timezone"
+							   " FROM stream_ext.view_catalog v"
+							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+							   " WHERE v.matrel = $1",
+							   1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext old;
+		ArrayType  *arr;
+		Datum	   *elems;
+		int			nelems;
+
+		old = MemoryContextSwitchTo(mcxt);
+		entry->matrelid = matrelid;
+		entry->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+		entry->maintain_sql = SPI_getvalue(tup, desc, 4);
+		entry->timezone = SPI_getvalue(tup, desc, 6);
+		entry->distinct_sql = NIL;
+		arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, NULL, &nelems);
+		for (int i = 0; i < nelems; i++)
+			entry->distinct_sql = lappend(entry->distinct_sql,
+										  TextDatumGetCString(elems[i]));
+		MemoryContextSwitchTo(old);
+		found = true;
+	}
+	SPI_finish();
+	return found;
+}
+
+/*
+ * Forget streams and views that no longer exist.  Called after DDL that
+ * may have dropped some (DROP TABLE/VIEW/SCHEMA/OWNED, with or without
+ * CASCADE); PostgreSQL's dependencies already dropped the objects.
+ */
+void
+catalog_remove_orphans(void)
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+
+	catalog_begin_write(&save_userid, &save_sec);
+	SPI_connect();
+	rc = SPI_execute("DELETE FROM stream_ext.view_catalog v WHERE NOT EXISTS"
+					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
+					 false, 0);
+	if (rc == SPI_OK_DELETE)
+		rc = SPI_execute("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
+						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
+						 false, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "stream_ext catalog cleanup failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	catalog_end_write(save_userid, save_sec);
+}

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  Access to stream_ext's own catalog tables (stream_ext.stream_catalog,
+ *	  stream_ext.view_catalog).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_CATALOG_H
+#define STREAM_EXT_CATALOG_H
+
+/* One row of stream_ext.view_catalog, as maintenance needs it */
+typedef struct ViewCatalogEntry
+{
+	Oid			viewid;
+	Oid			streamid;
+	Oid			matrelid;
+	Oid			owner;			/* owner of the user-facing view */
+	char	   *maintain_sql;	/* over the transition table */
+	List	   *distinct_sql;	/* one statement per count(DISTINCT) */
+	char	   *timezone;		/* TimeZone pinned at creation */
+} ViewCatalogEntry;
+
+/* is the extension installed in this database? */
+extern bool stream_ext_installed(void);
+
+extern bool catalog_is_stream(Oid relid);
+extern bool catalog_is_matrel(Oid relid);
+extern bool catalog_stream_has_views(Oid relid);
+extern void catalog_insert_stream(Oid relid);
+extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
+								List *aux_tables, const char *definition,
+								const char *maintain_sql, List *distinct_sql);
+extern bool catalog_lookup_view_by_matrel(Oid matrelid,
+										  ViewCatalogEntry *entry,
+										  MemoryContext mcxt);
+extern void catalog_remove_orphans(void);
+
+/* run catalog writes as the extension's owner */
+extern void catalog_begin_write(Oid *save_userid, int *save_sec);
+extern void catalog_end_write(Oid save_userid, int save_sec);
+
+#endif							/* STREAM_EXT_CATALOG_H */

@@ -1,0 +1,422 @@
+/*-------------------------------------------------------------------------
+ *
+ * ddl.c
+ *	  The utility hook.  PostgreSQL's grammar cannot be extended, so
+ *	  CREATE CONTINUOUS VIEW is spelled CREATE VIEW ... WITH (continuous);
+ *	  this hook intercepts it and builds the continuous view in the same
+ *	  transaction: materialization table and its unique index, side tables
+ *	  for count(DISTINCT), the user-facing view, the maintenance trigger on
+ *	  the stream, dependencies, catalog entry and the backfill from rows the
+ *	  stream already holds.  An error anywhere rolls all of it back.
+ *
+ *	  It also keeps users from breaking what continuous views rely on
+ *	  (altering columns a view reads, touching materializations) and
+ *	  forgets catalog entries of dropped objects.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
+#include "commands/defrem.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/analyze.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+
+#include "analyze.h"
+#include "catalog.h"
+#include "ddl.h"
+#include "maintain.h"
+#include "stream_ext.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Does this CREATE VIEW ask for a continuous view?  Removes the option. */
+static bool
+take_continuous_option(ViewStmt *stmt)
+{
+	ListCell   *lc;
+	bool		continuous = false;
+	bool		seen = false;
+	List	   *rest = NIL;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "continuous") == 0)
+		{
+			continuous = defGetBoolean(def);
+			seen = true;
+		}
+		else
+			rest = lappend(rest, def);
+	}
+	if (!seen)
+		return false;
+	if (continuous && rest != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized continuous view option \"%s\"",
+						((DefElem *) linitial(rest))->defname)));
+	stmt->options = rest;
+	return continuous;
+}
+
+static void
+run_sql(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "stream_ext: SPI_execute failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+static void
+record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
+				  DependencyType type)
+{
+	ObjectAddress obj;
+	ObjectAddress ref;
+
+	ObjectAddressSet(obj, classid, objid);
+	ObjectAddressSet(ref, refclassid, refobjid);
+	recordDependencyOn(&obj, &ref, type);
+}
+
+static void
+create_guard_trigger(const char *rel)
+{
+	run_sql(psprintf("CREATE TRIGGER stream_ext_guard"
+					 " BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
+					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.guard_materialization()",
+					 rel));
+}
+
+/* run a maintenance statement over the whole stream with a fresh snapshot */
+static void
+backfill(const char *sql)
+{
+	SPIPlanPtr	plan;
+	int			rc;
+
+	stream_ext_maintenance_depth++;
+	PG_TRY();
+	{
+		plan = SPI_prepare(sql, 0, NULL);
+		if (plan == NULL)
+			elog(ERROR, "stream_ext: could not prepare backfill: %s",
+				 SPI_result_code_string(SPI_result));
+		rc = SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(),
+								  InvalidSnapshot, false, true, 0);
+		if (rc < 0)
+			elog(ERROR, "stream_ext: backfill failed: %s", SPI_result_code_string(rc));
+		SPI_freeplan(plan);
+	}
+	PG_FINALLY();
+	{
+		stream_ext_maintenance_depth--;
+	}
+	PG_END_TRY();
+}
+
+static void
+create_continuous_view(ViewStmt *stmt, const char *queryString,
+					   int stmt_location, int stmt_len)
+{
+	RawStmt    *raw;
+	Query	   *query;
+	CVPlan		plan;
+	Oid			nspid;
+	Oid			existing;
+	char	   *nspname;
+	char	   *viewname = stmt->view->relname;
+	char	   *matrelname;
+	char	   *definition;
+	char	   *mq;
+	char	   *sq;
+	char	   *vq;
+	Oid			matrelid;
+	Oid			viewid;
+	Oid			trigid;
+	char	   *trigname;
+	char	   *maintain_sql;
+	List	   *distinct_sql = NIL;
+	List	   *backfill_sql = NIL;
+	List	   *auxids = NIL;
+	ListCell   *lc;
+	int			nestlevel;
+
+	if (!stream_ext_installed())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"stream_ext\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION stream_ext.")));
+	if (stmt->replace)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("CREATE OR REPLACE is not supported for continuous views"),
+				 errhint("Drop the continuous view and create it again.")));
+	if (stmt->view->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous views cannot be temporary")));
+	if (stmt->withCheckOption != NO_CHECK_OPTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
+
+	/* analyze the query as the user wrote it, with the user's search_path */
+	raw = makeNode(RawStmt);
+	raw->stmt = copyObject(stmt->query);
+	raw->stmt_location = stmt_location;
+	raw->stmt_len = stmt_len;
+	query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	cv_analyze(query, queryString, stmt->aliases, &plan);
+
+	/* the creator must be able to read everything the view reads */
+	ExecCheckRTPerms(query->rtable, true);
+
+	/*
+	 * Keep writers out of the stream until we commit: rows committed before
+	 * are backfilled, rows inserted after see the maintenance trigger.
+	 */
+	LockRelationOid(plan.streamid, ShareRowExclusiveLock);
+
+	nspid = RangeVarGetAndCheckCreationNamespace(stmt->view, NoLock, &existing);
+	if (OidIsValid(existing))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists", viewname)));
+	nspname = get_namespace_name(nspid);
+	definition = pg_get_querydef(query, true);
+	matrelname = ChooseRelationName(viewname, NULL, "mrel", nspid, false);
+
+	/* from here on every name we write or read is schema-qualified */
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	SPI_connect();
+
+	mq = quote_qualified_identifier(nspname, matrelname);
+	sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan.streamid)),
+									get_rel_name(plan.streamid));
+	vq = quote_qualified_identifier(nspname, viewname);
+
+	run_sql(psprintf("CREATE TABLE %s (%s) WITH (fillfactor = 70)",
+					 mq, cv_matrel_columns_sql(&plan)));
+	run_sql(psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
+					 mq, cv_matrel_key_list(&plan)));
+	matrelid = get_relname_relid(matrelname, nspid);
+	create_guard_trigger(mq);
+
+	foreach(lc, plan.aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		char	   *auxname;
+		char	   *aq;
+
+		if (!agg->is_distinct)
+			continue;
+		auxname = ChooseRelationName(viewname, agg->colname, "mrel", nspid, false);
+		aq = quote_qualified_identifier(nspname, auxname);
+		run_sql(psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(&plan, agg)));
+		run_sql(psprintf("CREATE UNIQUE INDEX ON %s (%s%svalue) NULLS NOT DISTINCT",
+						 aq, plan.keyless ? "" : cv_matrel_key_list(&plan),
+						 plan.keyless ? "" : ", "));
+		create_guard_trigger(aq);
+		auxids = lappend_oid(auxids, get_relname_relid(auxname, nspid));
+		distinct_sql = lappend(distinct_sql,
+							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS));
+		backfill_sql = lappend(backfill_sql,
+							   cv_distinct_sql(&plan, agg, mq, aq, sq));
+	}
+
+	run_sql(psprintf("CREATE VIEW %s AS %s", vq,
+					 cv_view_select_sql(&plan, matrelid, mq)));
+	viewid = get_relname_relid(viewname, nspid);
+
+	maintain_sql = cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
+	trigname = psprintf("stream_ext_maintain_%u", matrelid);
+	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
+					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
+					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.maintain(%s)",
+					 quote_identifier(trigname), sq, quote_literal_cstr(mq)));
+	trigid = get_trigger_oid(plan.streamid, trigname, false);
+
+	/*
+	 * The materialization and side tables are internal parts of the view:
+	 * DROP VIEW takes them along, and dropping them alone is refused.  They
+	 * depend on the stream, so DROP of the stream needs CASCADE.  The
+	 * trigger goes with the view.
+	 */
+	record_dependency(RelationRelationId, matrelid, RelationRelationId, viewid,
+					  DEPENDENCY_INTERNAL);
+	record_dependency(RelationRelationId, matrelid, RelationRelationId,
+					  plan.streamid, DEPENDENCY_NORMAL);
+	foreach(lc, auxids)
+		record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
+						  viewid, DEPENDENCY_INTERNAL);
+	record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
+					  DEPENDENCY_AUTO);
+	CommandCounterIncrement();
+
+	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
+						maintain_sql, distinct_sql);
+
+	/* start from what the stream already holds */
+	backfill(cv_maintain_sql(&plan, mq, sq));
+	foreach(lc, backfill_sql)
+		backfill((char *) lfirst(lc));
+
+	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/* Is relid a stream that continuous views read? */
+static bool
+is_stream_with_views(Oid relid)
+{
+	return OidIsValid(relid) && catalog_stream_has_views(relid);
+}
+
+/*
+ * Refuse DDL that would break continuous views: changing columns of a
+ * stream that views read, or altering a materialization directly.
+ */
+static void
+check_alter(Node *parsetree)
+{
+	if (IsA(parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		ListCell   *lc;
+
+		if (!OidIsValid(relid))
+			return;
+		if (stream_ext_maintenance_depth == 0 && catalog_is_matrel(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot alter \"%s\": it is the materialization of a continuous view",
+							stmt->relation->relname)));
+		if (!is_stream_with_views(relid))
+			return;
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+
+			if (cmd->subtype == AT_DropColumn || cmd->subtype == AT_AlterColumnType)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot %s column \"%s\" of stream \"%s\" while continuous views read it",
+								cmd->subtype == AT_DropColumn ? "drop" : "change the type of",
+								cmd->name, stmt->relation->relname),
+						 errhint("Drop the continuous views of the stream first.")));
+		}
+	}
+	else if (IsA(parsetree, RenameStmt))
+	{
+		RenameStmt *stmt = (RenameStmt *) parsetree;
+		Oid			relid;
+
+		if (stmt->renameType == OBJECT_SCHEMA)
+			return;
+		if (stmt->relation == NULL)
+			return;
+		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (!OidIsValid(relid))
+			return;
+		if (catalog_is_matrel(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot rename \"%s\": it belongs to a continuous view",
+							stmt->relation->relname)));
+		if (stmt->renameType == OBJECT_COLUMN && is_stream_with_views(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot rename column \"%s\" of stream \"%s\" while continuous views read it",
+							stmt->subname, stmt->relation->relname),
+					 errhint("Drop the continuous views of the stream first.")));
+	}
+}
+
+static void
+stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+						  bool readOnlyTree, ProcessUtilityContext context,
+						  ParamListInfo params, QueryEnvironment *queryEnv,
+						  DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	bool		drops = false;
+
+	if (IsA(parsetree, ViewStmt))
+	{
+		ViewStmt   *stmt = (ViewStmt *) parsetree;
+		bool		has_option = false;
+		ListCell   *lc;
+
+		foreach(lc, stmt->options)
+			has_option |= (strcmp(((DefElem *) lfirst(lc))->defname, "continuous") == 0);
+		if (has_option)
+		{
+			if (readOnlyTree)
+			{
+				pstmt = copyObject(pstmt);
+				parsetree = pstmt->utilityStmt;
+				stmt = (ViewStmt *) parsetree;
+				readOnlyTree = false;
+			}
+			if (take_continuous_option(stmt))
+			{
+				create_continuous_view(stmt, queryString, pstmt->stmt_location,
+									   pstmt->stmt_len);
+				if (qc)
+					SetQueryCompletion(qc, CMDTAG_CREATE_VIEW, 0);
+				return;
+			}
+		}
+	}
+	else if (IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt))
+	{
+		if (stream_ext_installed())
+			check_alter(parsetree);
+	}
+	else if (IsA(parsetree, DropStmt))
+		drops = !((DropStmt *) parsetree)->concurrent;
+	else if (IsA(parsetree, DropOwnedStmt))
+		drops = true;
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	if (drops && stream_ext_installed())
+		catalog_remove_orphans();
+}
+
+void
+ddl_init(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = stream_ext_ProcessUtility;
+}

@@ -1,0 +1,13 @@
+/*-------------------------------------------------------------------------
+ *
+ * ddl.h
+ *	  The utility hook: CREATE VIEW ... WITH (continuous) and DDL guards.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_DDL_H
+#define STREAM_EXT_DDL_H
+
+extern void ddl_init(void);
+
+#endif							/* STREAM_EXT_DDL_H */

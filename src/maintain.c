@@ -1,0 +1,395 @@
+/*-------------------------------------------------------------------------
+ *
+ * maintain.c
+ *	  Incremental maintenance of continuous views.
+ *
+ *	  Every continuous view has a statement-level AFTER INSERT trigger on
+ *	  its stream, with the statement's rows as transition table.  The
+ *	  trigger runs the view's maintenance statement (analyze.c) once over
+ *	  those rows: one partial aggregation of the whole batch, one upsert per
+ *	  touched group.  It runs as the view's owner, in a security-restricted
+ *	  context, with search_path and TimeZone pinned; prepared plans are kept
+ *	  per backend and rebuilt when the catalog or the tables change.
+ *
+ *	  The maintenance statement wraps each aggregate in stream_ext.partial().
+ *	  The planner hook below replaces those wrappers, in the Agg node of the
+ *	  finished plan, with the aggregate itself in AGGSPLIT_INITIAL_SERIAL
+ *	  mode -- the mode parallel query uses for its workers -- so the batch
+ *	  is aggregated by PostgreSQL's own executor into states that
+ *	  stream_ext.combine() can merge.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "optimizer/planner.h"
+#include "utils/builtins.h"
+#include "utils/regproc.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+#include "utils/varlena.h"
+
+#include "catalog.h"
+#include "maintain.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_maintain);
+PG_FUNCTION_INFO_V1(stream_ext_guard_materialization);
+
+int			stream_ext_maintenance_depth = 0;
+
+static planner_hook_type prev_planner_hook = NULL;
+
+/* ---- partial aggregation in the plan ----------------------------------- */
+
+static bool
+is_partial_func(Oid funcid)
+{
+	char	   *name;
+	bool		result;
+
+	if (get_func_namespace(funcid) != get_namespace_oid("stream_ext", true))
+		return false;
+	name = get_func_name(funcid);
+	result = (name != NULL && strcmp(name, "partial") == 0);
+	return result;
+}
+
+static bool
+check_all_partial_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		if (((Aggref *) node)->aggsplit != AGGSPLIT_INITIAL_SERIAL)
+			elog(ERROR, "stream_ext: aggregate without stream_ext.partial() in a maintenance statement");
+		return false;
+	}
+	return expression_tree_walker(node, check_all_partial_walker, context);
+}
+
+static void
+rewrite_agg(Agg *agg)
+{
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, agg->plan.targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		FuncExpr   *func;
+		Aggref	   *aggref;
+
+		if (!IsA(tle->expr, FuncExpr))
+			continue;
+		func = (FuncExpr *) tle->expr;
+		if (!is_partial_func(func->funcid))
+			continue;
+		if (list_length(func->args) != 2 || !IsA(linitial(func->args), Aggref))
+			elog(ERROR, "stream_ext.partial() must wrap an aggregate call");
+		aggref = (Aggref *) linitial(func->args);
+		aggref->aggsplit = AGGSPLIT_INITIAL_SERIAL;
+		aggref->aggtype = exprType(lsecond(func->args));
+		tle->expr = (Expr *) aggref;
+		found = true;
+	}
+	if (!found)
+		return;
+	agg->aggsplit = AGGSPLIT_INITIAL_SERIAL;
+	(void) check_all_partial_walker((Node *) agg->plan.targetlist, NULL);
+	(void) check_all_partial_walker((Node *) agg->plan.qual, NULL);
+}
+
+static void
+rewrite_plan(Plan *plan)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	if (IsA(plan, Agg))
+		rewrite_agg((Agg *) plan);
+	rewrite_plan(plan->lefttree);
+	rewrite_plan(plan->righttree);
+	switch (nodeTag(plan))
+	{
+		case T_SubqueryScan:
+			rewrite_plan(((SubqueryScan *) plan)->subplan);
+			break;
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				rewrite_plan(lfirst(lc));
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				rewrite_plan(lfirst(lc));
+			break;
+		default:
+			break;
+	}
+}
+
+static PlannedStmt *
+stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
+				   ParamListInfo boundParams)
+{
+	PlannedStmt *result;
+
+	if (prev_planner_hook)
+		result = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	else
+		result = standard_planner(parse, query_string, cursorOptions, boundParams);
+
+	if (stream_ext_maintenance_depth > 0)
+	{
+		ListCell   *lc;
+
+		rewrite_plan(result->planTree);
+		foreach(lc, result->subplans)
+			rewrite_plan(lfirst(lc));
+	}
+	return result;
+}
+
+/* ---- per-backend cache of maintenance plans ---------------------------- */
+
+typedef struct MaintEntry
+{
+	Oid			tgoid;			/* hash key: the maintenance trigger */
+	bool		valid;
+	ViewCatalogEntry cat;
+	SPIPlanPtr	maintain_plan;
+	List	   *distinct_plans;
+	MemoryContext cxt;
+} MaintEntry;
+
+static HTAB *maint_cache = NULL;
+
+static void
+maint_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	MaintEntry *entry;
+
+	if (maint_cache == NULL)
+		return;
+	hash_seq_init(&status, maint_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (!OidIsValid(relid) || relid == entry->cat.matrelid ||
+			relid == entry->cat.streamid || relid == entry->cat.viewid)
+			entry->valid = false;
+	}
+}
+
+static void
+release_entry(MaintEntry *entry)
+{
+	ListCell   *lc;
+
+	if (entry->maintain_plan)
+		SPI_freeplan(entry->maintain_plan);
+	entry->maintain_plan = NULL;
+	foreach(lc, entry->distinct_plans)
+		SPI_freeplan(lfirst(lc));
+	entry->distinct_plans = NIL;
+	if (entry->cxt)
+		MemoryContextDelete(entry->cxt);
+	entry->cxt = NULL;
+	entry->valid = false;
+}
+
+static MaintEntry *
+get_entry(Trigger *trigger)
+{
+	MaintEntry *entry;
+	bool		found;
+	Oid			matrelid;
+
+	if (maint_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(MaintEntry);
+		maint_cache = hash_create("stream_ext maintenance plans", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(maint_relcache_callback, (Datum) 0);
+	}
+
+	entry = hash_search(maint_cache, &trigger->tgoid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->valid = false;
+		entry->maintain_plan = NULL;
+		entry->distinct_plans = NIL;
+		entry->cxt = NULL;
+	}
+	if (entry->valid)
+		return entry;
+
+	release_entry(entry);
+	if (trigger->tgnargs != 1)
+		elog(ERROR, "stream_ext.maintain() needs the materialization as its argument");
+	matrelid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
+								NoLock, true);
+	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext view",
+									   ALLOCSET_SMALL_SIZES);
+	if (!OidIsValid(matrelid) ||
+		!catalog_lookup_view_by_matrel(matrelid, &entry->cat, entry->cxt))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("continuous view with materialization %s does not exist",
+						trigger->tgargs[0]),
+				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
+	entry->valid = true;
+	return entry;
+}
+
+static void
+prepare_plans(MaintEntry *entry)
+{
+	ListCell   *lc;
+	MemoryContext old;
+
+	entry->maintain_plan = SPI_prepare(entry->cat.maintain_sql, 0, NULL);
+	if (entry->maintain_plan == NULL)
+		elog(ERROR, "stream_ext: could not prepare maintenance: %s",
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(entry->maintain_plan);
+	foreach(lc, entry->cat.distinct_sql)
+	{
+		SPIPlanPtr	plan = SPI_prepare((char *) lfirst(lc), 0, NULL);
+
+		if (plan == NULL)
+			elog(ERROR, "stream_ext: could not prepare maintenance: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		old = MemoryContextSwitchTo(entry->cxt);
+		entry->distinct_plans = lappend(entry->distinct_plans, plan);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+static void
+pin_setting(const char *name, const char *value)
+{
+	const char *current = GetConfigOption(name, false, false);
+
+	if (current == NULL || strcmp(current, value) != 0)
+		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * stream_ext.maintain(materialization) — statement-level AFTER INSERT
+ * trigger on a stream, REFERENCING NEW TABLE AS stream_ext_new.
+ */
+Datum
+stream_ext_maintain(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	MaintEntry *entry;
+	Oid			save_userid;
+	int			save_sec;
+	int			nestlevel;
+	ListCell   *lc;
+	int			rc;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		trigdata->tg_newtable == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("stream_ext.maintain() must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE")));
+
+	/* an empty batch changes nothing */
+	if (tuplestore_tuple_count(trigdata->tg_newtable) == 0)
+		return PointerGetDatum(NULL);
+
+	entry = get_entry(trigdata->tg_trigger);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
+		elog(ERROR, "SPI_register_trigger_data failed");
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(entry->cat.owner,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	nestlevel = NewGUCNestLevel();
+	pin_setting("search_path", "pg_catalog");
+	pin_setting("TimeZone", entry->cat.timezone);
+
+	if (entry->maintain_plan == NULL)
+		prepare_plans(entry);
+
+	stream_ext_maintenance_depth++;
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(entry->maintain_plan, NULL, NULL, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+		foreach(lc, entry->distinct_plans)
+		{
+			rc = SPI_execute_plan(lfirst(lc), NULL, NULL, false, 0);
+			if (rc != SPI_OK_INSERT)
+				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+		}
+	}
+	PG_FINALLY();
+	{
+		stream_ext_maintenance_depth--;
+	}
+	PG_END_TRY();
+
+	AtEOXact_GUC(true, nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * Statement-level BEFORE trigger of materializations and side tables: only
+ * maintenance may write them.
+ */
+Datum
+stream_ext_guard_materialization(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("stream_ext.guard_materialization() must be called as a trigger")));
+	if (stream_ext_maintenance_depth > 0)
+		return PointerGetDatum(NULL);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot modify \"%s\" directly",
+					RelationGetRelationName(trigdata->tg_relation)),
+			 errdetail("It holds the state of a continuous view and is maintained by stream_ext."),
+			 errhint("Insert into the view's stream instead.")));
+	return PointerGetDatum(NULL);
+}
+
+void
+maintain_init(void)
+{
+	prev_planner_hook = planner_hook;
+	planner_hook = stream_ext_planner;
+}
