@@ -36,6 +36,8 @@
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
 
 #include "analyze.h"
 #include "catalog.h"
@@ -85,6 +87,19 @@ run_sql(const char *sql)
 	if (rc < 0)
 		elog(ERROR, "stream_ext: SPI_execute failed (%s): %s",
 			 SPI_result_code_string(rc), sql);
+}
+
+static Oid
+relation_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
 }
 
 static void
@@ -161,6 +176,8 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 	List	   *auxids = NIL;
 	ListCell   *lc;
 	int			nestlevel;
+	Oid			save_userid;
+	int			save_sec;
 
 	if (!stream_ext_installed())
 		ereport(ERROR,
@@ -254,10 +271,20 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 
 	maintain_sql = cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
 	trigname = psprintf("stream_ext_maintain_%u", matrelid);
+
+	/*
+	 * Reading a stream is enough to build a view over it, but a trigger can
+	 * only be created by the stream's owner: create this fixed one as the
+	 * owner.  It runs maintenance as the view's owner, not the stream's.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(relation_owner(plan.streamid),
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
 					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
 					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.maintain(%s)",
 					 quote_identifier(trigname), sq, quote_literal_cstr(mq)));
+	SetUserIdAndSecContext(save_userid, save_sec);
 	trigid = get_trigger_oid(plan.streamid, trigname, false);
 
 	/*
