@@ -1,5 +1,7 @@
 -- Streams: creation, what they accept, what they refuse.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE q;

@@ -1,5 +1,7 @@
 -- Continuous views: shape of what is created, reads, catalog, lifecycle.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
 SELECT stream_ext.create_stream('pageviews', 'url text, user_id int, ts timestamptz, ms float8');
 INSERT INTO pageviews VALUES ('/a', 1, '2024-01-01 00:00:10+00', 10), ('/a', 2, '2024-01-01 00:00:20+00', 30);
 

@@ -1,7 +1,9 @@
 -- Queries a continuous view cannot maintain fail at CREATE time with
 -- feature_not_supported (or wrong_object_type) naming the construct, and
 -- leave nothing behind.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE q;

@@ -1,7 +1,9 @@
 -- The core oracle: every continuous view equals its query run as plain SQL
 -- over a logged copy of the committed rows, across batch sizes 1..100k,
 -- NULL keys and values, empty batches, COPY, rollbacks and savepoints.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
 SET client_min_messages = warning;
 CREATE SCHEMA oracle;
 SET search_path = oracle, public;

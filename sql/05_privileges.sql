@@ -1,6 +1,8 @@
 -- Privileges: users work on what they own or may read; maintenance runs as
 -- the view's owner, never as the inserting user or a superuser.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
 CREATE ROLE se_owner;
 CREATE ROLE se_writer;
 CREATE ROLE se_other;

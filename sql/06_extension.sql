@@ -1,6 +1,8 @@
 -- DROP EXTENSION: refused while streams and views exist, CASCADE takes
 -- them all along; CREATE EXTENSION works again afterwards.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
 SELECT stream_ext.create_stream('ext_s', 'k text');
 CREATE VIEW ext_v WITH (continuous) AS SELECT k, count(*) FROM ext_s GROUP BY k;
 INSERT INTO ext_s VALUES ('a');
