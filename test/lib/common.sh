@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# test/lib/common.sh -- shared helpers for run-tests.sh, demo.sh and cluster.sh.
+#
+# Source it; it defines no side effects beyond variables and functions:
+#   STREAM_EXT_ROOT   repository root (absolute)
+#   msg / warn / die  messages on stderr, prefixed "stream_ext:"
+#   pg_env            resolves PG_CONFIG, PG_BINDIR, PGXS_DIR, PG_REGRESS,
+#                     PG_ISOLATION_REGRESS, PG_PERL_DIR (call after deps.sh)
+#   build_install LOG builds the module (and test/broker), installs it;
+#                     output goes to LOG, tail printed on failure
+#   as_postgres CMD   runs CMD as the postgres OS user when we are root
+
+STREAM_EXT_ROOT=${STREAM_EXT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+export STREAM_EXT_ROOT
+
+msg()  { printf 'stream_ext: %s\n' "$*" >&2; }
+warn() { printf 'stream_ext: WARNING: %s\n' "$*" >&2; }
+die()  { printf 'stream_ext: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# PostgreSQL 15 is the target.  Never trust PATH for the server binaries
+# (/usr/local/bin may hold stray copies of initdb/pg_ctl/postgres): every
+# server binary is taken from $(pg_config --bindir).
+pg_env() {
+	if [[ -z ${PG_CONFIG:-} ]]; then
+		if [[ -x /usr/lib/postgresql/15/bin/pg_config ]]; then
+			PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+		else
+			PG_CONFIG=$(command -v pg_config || true)
+		fi
+	fi
+	[[ -n $PG_CONFIG && -x $PG_CONFIG ]] ||
+		die "pg_config not found; run test/lib/deps.sh (as root) first"
+	PG_BINDIR=$("$PG_CONFIG" --bindir)
+	PGXS_DIR=$(dirname "$("$PG_CONFIG" --pgxs)")     # .../lib/pgxs/src/makefiles
+	PG_REGRESS=$(cd "$PGXS_DIR/../test/regress" && pwd)/pg_regress
+	PG_ISOLATION_REGRESS=$(cd "$PGXS_DIR/../test/isolation" && pwd)/pg_isolation_regress
+	PG_PERL_DIR=$(cd "$PGXS_DIR/../test/perl" && pwd)
+	export PG_CONFIG PG_BINDIR PGXS_DIR PG_REGRESS PG_ISOLATION_REGRESS PG_PERL_DIR
+}
+
+is_root() { [[ $(id -u) -eq 0 ]]; }
+
+# Run a command as the postgres OS user (PostgreSQL refuses to run as root).
+# The working directory is moved somewhere postgres can read, so that initdb
+# and friends don't complain about an inaccessible cwd.
+as_postgres() {
+	if is_root; then
+		(cd "${STREAM_EXT_TMP:-/tmp}" && runuser -u postgres -- "$@")
+	else
+		"$@"
+	fi
+}
+
+# Build and install the extension; build test/broker if it exists.
+# Returns non-zero (after printing the log tail) on failure.
+build_install() {
+	local log=$1 make=${MAKE:-make} jobs
+	jobs=$(nproc 2>/dev/null || echo 2)
+	: >"$log"
+	msg "building (log: ${log#"$STREAM_EXT_ROOT"/})"
+	if ! { "$make" -C "$STREAM_EXT_ROOT" PG_CONFIG="$PG_CONFIG" -j"$jobs" &&
+	       "$make" -C "$STREAM_EXT_ROOT" PG_CONFIG="$PG_CONFIG" install; } >>"$log" 2>&1; then
+		tail -n 60 "$log" >&2
+		msg "build/install failed; full log: $log"
+		return 1
+	fi
+	if [[ -f $STREAM_EXT_ROOT/test/broker/Makefile ]]; then
+		if ! "$make" -C "$STREAM_EXT_ROOT/test/broker" >>"$log" 2>&1; then
+			tail -n 40 "$log" >&2
+			msg "test/broker build failed; full log: $log"
+			return 1
+		fi
+	fi
+	local nwarn
+	nwarn=$(grep -c 'warning:' "$log" || true)
+	if [[ $nwarn -gt 0 ]]; then
+		msg "build ok, $nwarn compiler warning(s):"
+		grep 'warning:' "$log" | head -n 20 >&2
+	else
+		msg "build ok, installed into $("$PG_CONFIG" --pkglibdir)"
+	fi
+}
