@@ -24,3 +24,24 @@ include $(PGXS)
 
 $(EXTENSION)--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@
+
+# ---- developer entry points (test/run-tests.sh, test/demo.sh, bench/run.sh) ----
+# These must come after "include $(PGXS)" so that PGXS's default goal (all)
+# stays the default.  PGXS's own installcheck/check are left untouched.
+.PHONY: test demo bench
+# Pass PG_CONFIG on only when the caller chose one; otherwise the scripts pick
+# /usr/lib/postgresql/15/bin/pg_config themselves (after installing it).
+STREAM_EXT_ENV = MAKE="$(MAKE)" $(if $(filter command line environment,$(origin PG_CONFIG)),PG_CONFIG="$(PG_CONFIG)")
+
+test:
+	$(STREAM_EXT_ENV) bash test/run-tests.sh
+
+demo:
+	$(STREAM_EXT_ENV) bash test/demo.sh
+
+bench:
+	@if [ -f bench/run.sh ]; then \
+		$(STREAM_EXT_ENV) bash bench/run.sh; \
+	else \
+		echo "stream_ext: bench/run.sh does not exist yet; nothing to run"; \
+	fi
