@@ -734,14 +734,17 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	MemoryContext oldcxt;
 	HeapTuple  *tuples;
 	int		   *tuple_msg;
-	int			ntuples = 0;
 	DeadLetter *dead;
-	int			ndead = 0;
-	int			i;
-	int			ret;
 	int64	   *batch_next;
-	bool		insert_failed = false;
-	char	   *stop_error = NULL;
+
+	/* modified inside PG_TRY blocks, read after a longjmp: volatile */
+	volatile int ntuples = 0;
+	volatile int ndead = 0;
+	volatile int i;
+	volatile uint64 nbytes = 0;
+	volatile bool insert_failed = false;
+	char	   *volatile stop_error = NULL;
+	int			ret;
 	ResourceOwner oldowner;
 
 	*n_errors = *n_dead = *n_bytes = 0;
@@ -781,7 +784,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 				KafkaMessage km;
 				HeapTuple	tup;
 
-				*n_bytes += m->len;
+				nbytes += m->len;
 				if (m->len > (size_t) W.opts.max_message_bytes)
 				{
 					MemoryContextSwitchTo(W.batch_cxt);
@@ -920,6 +923,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	}
 
 	/* dead letters */
+	*n_bytes = nbytes;
 	*n_errors = ndead;
 	if (W.opts.on_error == KAFKA_ON_ERROR_DEAD_LETTER)
 	{
