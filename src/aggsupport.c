@@ -151,8 +151,10 @@ typedef struct AggSupportCache
 	FmgrInfo	deserialfn;
 	FmgrInfo	finalfn;
 	bool		has_final;
-	int16		statelen;
+	int16		statelen;		/* in-memory transition value */
 	bool		statebyval;
+	int16		storedlen;		/* stored state (statetype) */
+	bool		storedbyval;
 	int16		resultlen;
 	bool		resultbyval;
 	MemoryContext scratch;		/* reset after every call */
@@ -225,6 +227,7 @@ get_agg_support(FunctionCallInfo fcinfo, Oid aggfnoid, Oid statetype,
 	/* the in-memory transition value's type */
 	get_typlenbyval(cache->serialized ? INTERNALOID : statetype,
 					&cache->statelen, &cache->statebyval);
+	get_typlenbyval(statetype, &cache->storedlen, &cache->storedbyval);
 	if (OidIsValid(resulttype))
 		get_typlenbyval(resulttype, &cache->resultlen, &cache->resultbyval);
 	return cache;
@@ -327,13 +330,7 @@ stream_ext_combine(PG_FUNCTION_ARGS)
 		}
 		MemoryContextSwitchTo(caller);
 		if (!isnull)
-		{
-			int16		len;
-			bool		byval;
-
-			get_typlenbyval(statetype, &len, &byval);
-			result = datumCopy(result, byval, len);
-		}
+			result = datumCopy(result, cache->storedbyval, cache->storedlen);
 	}
 	PG_FINALLY();
 	{
