@@ -92,6 +92,8 @@ typedef enum KafkaWorkerState
 typedef struct KafkaWorkerArgs
 {
 	Oid			dboid;
+	Oid			catalog_relid;	/* OID of stream_ext.kafka_sources: tells
+								 * apart incarnations of the extension */
 	Oid			owner;
 	int32		source_id;
 	int32		worker;			/* 0 .. nworkers-1 */
@@ -111,6 +113,7 @@ typedef struct KafkaWorkerSlot
 	bool		in_use;
 	pid_t		pid;
 	Oid			dboid;
+	Oid			catalog_relid;
 	Oid			owner;
 	int32		source_id;
 	int32		worker;
@@ -144,11 +147,13 @@ extern int	kafka_max_workers;
 extern int	kafka_launcher_naptime;
 
 /* launcher.c */
-extern bool kafka_slot_is_live(Oid dboid, int32 source_id, int32 worker);
+extern bool kafka_slot_is_live(Oid dboid, Oid catalog_relid, int32 source_id,
+							   int32 worker);
 extern bool kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failure);
 
 /* kafka_source.c */
 extern Oid	kafka_catalog_owner(void);
+extern Oid	kafka_catalog_relid(bool missing_ok);
 extern rd_kafka_conf_t *kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 										 const char *group_id);
 

@@ -465,20 +465,28 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
  * ----------------------------------------------------------------
  */
 
-/* owner of stream_ext.kafka_sources: the role the catalog is written as */
+/* OID of stream_ext.kafka_sources */
 Oid
-kafka_catalog_owner(void)
+kafka_catalog_relid(bool missing_ok)
 {
-	Oid			nsp = get_namespace_oid("stream_ext", false);
-	Oid			relid = get_relname_relid("kafka_sources", nsp);
-	HeapTuple	tup;
-	Oid			owner;
+	Oid			nsp = get_namespace_oid("stream_ext", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("kafka_sources", nsp) : InvalidOid;
 
-	if (!OidIsValid(relid))
+	if (!OidIsValid(relid) && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("stream_ext.kafka_sources does not exist"),
 				 errhint("Is the extension stream_ext installed in this database?")));
+	return relid;
+}
+
+/* owner of stream_ext.kafka_sources: the role the catalog is written as */
+Oid
+kafka_catalog_owner(void)
+{
+	Oid			relid = kafka_catalog_relid(false);
+	HeapTuple	tup;
+	Oid			owner;
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
@@ -745,10 +753,11 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 	{
 		KafkaWorkerArgs wargs;
 
-		if (kafka_slot_is_live(MyDatabaseId, row.id, i))
+		if (kafka_slot_is_live(MyDatabaseId, kafka_catalog_relid(false), row.id, i))
 			continue;
 		memset(&wargs, 0, sizeof(wargs));
 		wargs.dboid = MyDatabaseId;
+		wargs.catalog_relid = kafka_catalog_relid(false);
 		wargs.owner = row.owner;
 		wargs.source_id = row.id;
 		wargs.worker = i;
@@ -862,6 +871,7 @@ static bool
 slot_visible(KafkaWorkerSlot *slot)
 {
 	return slot->in_use && slot->dboid == MyDatabaseId &&
+		slot->catalog_relid == kafka_catalog_relid(true) &&
 		(superuser() || has_privs_of_role(GetUserId(), slot->owner));
 }
 

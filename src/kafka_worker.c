@@ -158,7 +158,8 @@ claim_slot(void)
 
 		if (s->in_use)
 		{
-			if (s->dboid == W.args.dboid && s->source_id == W.args.source_id &&
+			if (s->dboid == W.args.dboid && s->catalog_relid == W.args.catalog_relid &&
+				s->source_id == W.args.source_id &&
 				s->worker == W.args.worker)
 			{
 				LWLockRelease(kafka_shared->lock);
@@ -181,6 +182,7 @@ claim_slot(void)
 	W.slot->in_use = true;
 	W.slot->pid = MyProcPid;
 	W.slot->dboid = W.args.dboid;
+	W.slot->catalog_relid = W.args.catalog_relid;
 	W.slot->owner = W.args.owner;
 	W.slot->source_id = W.args.source_id;
 	W.slot->worker = W.args.worker;
@@ -311,7 +313,9 @@ source_is_running(bool lock)
 	int			ret;
 	char	   *state;
 
-	if (!OidIsValid(get_extension_oid("stream_ext", true)))
+	/* the extension dropped, or dropped and created again? */
+	if (!OidIsValid(get_extension_oid("stream_ext", true)) ||
+		kafka_catalog_relid(true) != W.args.catalog_relid)
 		return false;
 	args[0] = Int32GetDatum(W.args.source_id);
 	become_catalog_owner();

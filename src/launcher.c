@@ -135,7 +135,7 @@ stream_ext_launcher_init(void)
 
 /* is a live worker holding slot (dboid, source_id, worker)? */
 bool
-kafka_slot_is_live(Oid dboid, int32 source_id, int32 worker)
+kafka_slot_is_live(Oid dboid, Oid catalog_relid, int32 source_id, int32 worker)
 {
 	bool		live = false;
 	int			i;
@@ -148,6 +148,7 @@ kafka_slot_is_live(Oid dboid, int32 source_id, int32 worker)
 		KafkaWorkerSlot *slot = &kafka_shared->slots[i];
 
 		if (slot->in_use && slot->dboid == dboid &&
+			slot->catalog_relid == catalog_relid &&
 			slot->source_id == source_id && slot->worker == worker)
 		{
 			live = true;
@@ -358,6 +359,7 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 
 				wargs = palloc0(sizeof(KafkaWorkerArgs));
 				wargs->dboid = dboid;
+				wargs->catalog_relid = kafka_catalog_relid(false);
 				wargs->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 				wargs->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 				wargs->worker = w;
@@ -376,7 +378,7 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 	{
 		KafkaWorkerArgs *wargs = lfirst(lc);
 
-		if (kafka_slot_is_live(wargs->dboid, wargs->source_id, wargs->worker))
+		if (kafka_slot_is_live(wargs->dboid, wargs->catalog_relid, wargs->source_id, wargs->worker))
 			continue;
 		ereport(LOG,
 				(errmsg("stream_ext: starting worker %d of Kafka source %d",
