@@ -34,8 +34,12 @@ CREATE TABLE demo_clicks_copy (url text, user_id int, ts timestamptz, latency_ms
 CREATE FUNCTION demo_events(r int, n int)
 RETURNS TABLE (url text, user_id int, ts timestamptz, latency_ms float8)
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT (ARRAY['/', '/docs', '/pricing', '/blog', '/signup'])[1 + (i * 7 + r) % 5],
-         (i * 31 + r * 17) % 200,
+  SELECT CASE WHEN (i + 13 * r) % 100 < 40 THEN '/'
+              WHEN (i + 13 * r) % 100 < 65 THEN '/docs'
+              WHEN (i + 13 * r) % 100 < 80 THEN '/pricing'
+              WHEN (i + 13 * r) % 100 < 92 THEN '/blog'
+              ELSE '/signup' END,
+         (i * 37 + r * 101) % 300,
          timestamptz '2024-01-01 12:00:00+00'
            + make_interval(mins => CASE WHEN r > 1 AND i % 7 = 0 THEN r - 2 ELSE r - 1 END,
                            secs => i % 60),
