@@ -110,6 +110,7 @@ describe_agg_storage(Aggref *aggref, AggStorage *st, int cursorpos)
 				 errdetail("Its final function takes extra arguments (FINALFUNC_EXTRA).")));
 	st->statetype = st->serialized ? BYTEAOID : st->transtype;
 	st->has_final = OidIsValid(agg->aggfinalfn);
+	st->combinefn = agg->aggcombinefn;
 	st->direct = !st->has_final && !st->serialized &&
 		st->transtype == aggref->aggtype;
 	ReleaseSysCache(tup);

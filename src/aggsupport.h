@@ -21,6 +21,7 @@ typedef struct AggStorage
 	bool		serialized;		/* transtype is internal: stored serialized */
 	bool		has_final;		/* finalfn exists */
 	bool		direct;			/* stored state IS the result: read as is */
+	Oid			combinefn;		/* pg_proc oid of the combine function */
 } AggStorage;
 
 /*

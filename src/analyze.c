@@ -27,6 +27,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -455,6 +456,50 @@ append_positions(StringInfo buf, const char *clause, int n)
 }
 
 /*
+ * The expression merging two stored states.  In general that is
+ * stream_ext.combine(), which deserializes, calls the combine function in an
+ * aggregate context and serializes.  Built-in combine functions of scalar
+ * states (int8pl, float8pl, int4larger, ...) are plain functions: call them
+ * directly, with the strictness rule of nodeAgg.c -- a NULL side is
+ * ignored.  Array states (float8_combine, interval_combine, ...) may need
+ * the aggregate context and take the general path.
+ */
+static void
+append_combine(StringInfo buf, CVAgg *agg, const char *a, const char *b)
+{
+	Oid			fn = agg->storage.combinefn;
+	HeapTuple	tup;
+	Form_pg_proc proc;
+	char	   *call;
+
+	if (agg->storage.serialized ||
+		get_func_namespace(fn) != PG_CATALOG_NAMESPACE ||
+		OidIsValid(get_element_type(agg->storage.statetype)))
+	{
+		appendStringInfo(buf, "stream_ext.combine(%s, %s, %s::pg_catalog.regprocedure)",
+						 a, b,
+						 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)));
+		return;
+	}
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", fn);
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	if (proc->pronargs != 2)
+		elog(ERROR, "combine function %u does not take two arguments", fn);
+	call = psprintf("%s(%s, %s)",
+					quote_qualified_identifier(get_namespace_name(proc->pronamespace),
+											   NameStr(proc->proname)),
+					a, b);
+	if (proc->proisstrict)
+		appendStringInfo(buf, "CASE WHEN %s IS NULL THEN %s WHEN %s IS NULL THEN %s ELSE %s END",
+						 a, b, b, a, call);
+	else
+		appendStringInfoString(buf, call);
+	ReleaseSysCache(tup);
+}
+
+/*
  * The per-batch statement: partial aggregation of the batch, merged into
  * the materialization.  source is the relation read: the transition table
  * (CV_NEW_ROWS) or, for the backfill, the stream itself.
@@ -519,9 +564,8 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 			if (agg->is_distinct)
 				continue;
 			col = quote_identifier(agg->colname);
-			appendStringInfo(&buf, "%s%s = stream_ext.combine(m.%s, excluded.%s, %s::pg_catalog.regprocedure)",
-							 first ? "" : ", ", col, col, col,
-							 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)));
+			appendStringInfo(&buf, "%s%s = ", first ? "" : ", ", col);
+			append_combine(&buf, agg, psprintf("m.%s", col), psprintf("excluded.%s", col));
 			first = false;
 		}
 	}
