@@ -11,11 +11,13 @@
  * on stdout, and serves until it receives SIGINT or SIGTERM.
  *
  * Usage: stream_ext_broker [--brokers N] [--partitions N] [--topic T]...
- *                          [--bootstrap-file PATH]
+ *                          [--missing-topic T]... [--bootstrap-file PATH]
  *
  * --topic may be repeated; --partitions applies to the topics that follow
  * it (and is also the partition count of auto-created topics' default).
- * With --bootstrap-file the bootstrap line is also written to PATH
+ * --missing-topic T makes metadata requests for T answer "unknown topic"
+ * (the mock cluster otherwise auto-creates every topic asked for), so tests
+ * can exercise a missing topic.  With --bootstrap-file the bootstrap line is also written to PATH
  * (atomically) so scripts can wait for it.
  */
 #include <errno.h>
@@ -42,7 +44,7 @@ usage(const char *prog)
 {
 	fprintf(stderr,
 			"usage: %s [--brokers N] [--partitions N] [--topic NAME]... "
-			"[--bootstrap-file PATH]\n", prog);
+			"[--missing-topic NAME]... [--bootstrap-file PATH]\n", prog);
 	exit(2);
 }
 
@@ -110,6 +112,9 @@ main(int argc, char **argv)
 				return 1;
 			}
 		}
+		else if (strcmp(argv[i], "--missing-topic") == 0 && i + 1 < argc)
+			rd_kafka_mock_topic_set_error(mc, argv[++i],
+										  RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
 		else if (strcmp(argv[i], "--bootstrap-file") == 0 && i + 1 < argc)
 			bootstrap_file = argv[++i];
 		else
