@@ -418,6 +418,7 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 			   *lv;
 	bool		have_reset = false;
 	bool		have_group = false;
+	bool		have_fetch_wait = false;
 
 #define CONF_SET(k, v) \
 	do { \
@@ -447,12 +448,22 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 			have_reset = true;
 		if (strcmp(k, "group.id") == 0)
 			have_group = true;
+		if (strcmp(k, "fetch.wait.max.ms") == 0)
+			have_fetch_wait = true;
 		CONF_SET(k, (const char *) lfirst(lv));
 	}
 	if (!have_reset)
 		CONF_SET("auto.offset.reset", "earliest");
 	if (!have_group && group_id)
 		CONF_SET("group.id", group_id);
+	if (!have_fetch_wait)
+	{
+		/* the broker holds an empty fetch no longer than a batch may wait */
+		char		buf[32];
+
+		snprintf(buf, sizeof(buf), "%d", opts->max_wait_ms);
+		CONF_SET("fetch.wait.max.ms", buf);
+	}
 	CONF_SET("enable.auto.commit", "false");
 	CONF_SET("enable.auto.offset.store", "false");
 	CONF_SET("enable.partition.eof", "false");

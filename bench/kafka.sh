@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# bench/kafka.sh -- Kafka ingest: throughput, latency, worker memory.
+#
+# Run by bench/run.sh against its throwaway cluster, or by hand against any
+# cluster where stream_ext is preloaded (superuser connection):
+#     source /tmp/stream_ext.XXXXXX/env.sh      # from test/lib/cluster.sh start
+#     bash bench/kafka.sh
+#
+# Uses the embedded broker (test/broker/stream_ext_broker, built if needed)
+# and kcat.  Three measurements:
+#
+#   throughput  BENCH_KAFKA_MSGS CSV messages (k int, v int, s text) are
+#               produced to a 1-partition topic first; then they are loaded
+#               into the same stream, with one continuous view
+#               (count, sum(v) by k), two ways:
+#                 stream_ext  a Kafka source (format csv), timed from
+#                             start_source until every offset is stored
+#                 pipeline    kcat -C ... -e | psql -c "COPY ev FROM STDIN (FORMAT csv)"
+#                             (one COPY for everything: the pipeline's best
+#                             case, and not exactly-once)
+#               BENCH_REPS times each, interleaved; medians and the ratio.
+#               Also the JSON format through stream_ext.
+#   latency     BENCH_KAFKA_RATE msg/s for BENCH_KAFKA_SECONDS s, each
+#               message carrying its send time; latency = arrival_timestamp
+#               (set when the batch is inserted) - send time: median, p99.
+#   memory      the worker's VmRSS after the first pass and after all
+#               BENCH_KAFKA_RSS_PASSES passes over the topic.
+#
+# Writes $BENCH_RESULTS_DIR/kafka.md (and kafka.tsv); prints the tables.
+# Reports figures and ratios; exits non-zero only when something broke.
+set -euo pipefail
+
+: "${STREAM_EXT_TMP:?STREAM_EXT_TMP must name a temp dir (source the cluster env.sh)}"
+ROOT=${STREAM_EXT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+PG_BINDIR=${PG_BINDIR:-$(pg_config --bindir)}
+PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
+OUT=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP/bench-results}
+mkdir -p "$OUT"
+
+MSGS=${BENCH_KAFKA_MSGS:-500000}
+REPS=${BENCH_REPS:-3}
+RATE=${BENCH_KAFKA_RATE:-2000}
+SECS=${BENCH_KAFKA_SECONDS:-10}
+RSS_PASSES=${BENCH_KAFKA_RSS_PASSES:-6}
+DB=bench_kafka
+
+log() { printf 'bench/kafka: %s\n' "$*" >&2; }
+q() { "${PSQL[@]}" -d "$DB" -A -t -c "$1"; }
+now() { date +%s.%N; }
+
+BROKER=${STREAM_EXT_BROKER:-$ROOT/test/broker/stream_ext_broker}
+if [[ ! -x $BROKER ]]; then
+	make -s -C "$ROOT/test/broker" >&2
+	BROKER=$ROOT/test/broker/stream_ext_broker
+fi
+command -v kcat >/dev/null || { log "kcat is not installed"; exit 1; }
+
+work=$(mktemp -d "$STREAM_EXT_TMP/kafka-bench.XXXXXX")
+"$BROKER" --partitions 1 --topic csv --topic json --topic lat --topic rss \
+	--bootstrap-file "$work/bootstrap" >"$work/broker.out" 2>&1 &
+broker_pid=$!
+cleanup() {
+	kill "$broker_pid" 2>/dev/null || true
+	wait "$broker_pid" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do [[ -s $work/bootstrap ]] && break; sleep 0.1; done
+BS=$(<"$work/bootstrap")
+log "broker at $BS"
+
+"${PSQL[@]}" -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
+q "CREATE EXTENSION stream_ext" >/dev/null
+
+# ---- data -----------------------------------------------------------------
+log "producing $MSGS CSV and $MSGS JSON messages"
+awk -v n="$MSGS" 'BEGIN { for (i = 1; i <= n; i++) printf "%d,%d,item-%d\n", i % 1000, i % 97, i }' >"$work/csv.txt"
+awk -v n="$MSGS" 'BEGIN { for (i = 1; i <= n; i++) printf "{\"k\":%d,\"v\":%d,\"s\":\"item-%d\"}\n", i % 1000, i % 97, i }' >"$work/json.txt"
+kcat -P -b "$BS" -t csv -X linger.ms=50 -X batch.num.messages=10000 -l "$work/csv.txt"
+kcat -P -b "$BS" -t json -X linger.ms=50 -X batch.num.messages=10000 -l "$work/json.txt"
+expect_sum=$(awk -F, '{ s += $2 } END { print s }' "$work/csv.txt")
+
+fresh_stream() {
+	q "DROP TABLE IF EXISTS ev CASCADE" >/dev/null
+	q "SELECT stream_ext.create_stream('ev', 'k int, v int, s text')" >/dev/null
+	q "CREATE VIEW ev_v WITH (continuous) AS SELECT k, count(*) AS c, sum(v) AS sv FROM ev GROUP BY k" >/dev/null
+	q "CHECKPOINT" >/dev/null
+}
+
+check_view() {
+	local got
+	got=$(q "SELECT sum(c) || ':' || sum(sv) FROM ev_v")
+	if [[ $got != "$MSGS:$expect_sum" ]]; then
+		log "WRONG RESULT: view has $got, want $MSGS:$expect_sum"
+		exit 1
+	fi
+}
+
+wait_stored() {				# source, count
+	while [[ $(q "SELECT coalesce(sum(next_offset), 0) FROM stream_ext.kafka_offsets WHERE source = '$1'") -lt $2 ]]; do
+		sleep 0.02
+	done
+}
+
+run_source() {				# format topic -> seconds
+	local fmt=$1 topic=$2 t0 t1
+	fresh_stream
+	q "SELECT stream_ext.drop_source('b', true)" >/dev/null 2>&1
+	q "SELECT stream_ext.create_kafka_source('b', 'ev', '$BS', '$topic', '$fmt')" >/dev/null
+	t0=$(now)
+	q "SELECT stream_ext.start_source('b')" >/dev/null
+	wait_stored b "$MSGS"
+	t1=$(now)
+	check_view
+	q "SELECT stream_ext.drop_source('b')" >/dev/null
+	echo "$t1 - $t0" | bc -l
+}
+
+run_pipeline() {			# -> seconds
+	local t0 t1
+	fresh_stream
+	t0=$(now)
+	kcat -C -b "$BS" -t csv -o beginning -e -q -f '%s\n' |
+		"${PSQL[@]}" -d "$DB" -c "COPY ev (k, v, s) FROM STDIN (FORMAT csv)"
+	t1=$(now)
+	check_view
+	echo "$t1 - $t0" | bc -l
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+: >"$OUT/kafka.tsv"
+for rep in $(seq "$REPS"); do
+	for w in stream_ext pipeline stream_ext_json; do
+		case $w in
+			stream_ext) t=$(run_source csv csv) ;;
+			pipeline) t=$(run_pipeline) ;;
+			stream_ext_json) t=$(run_source json json) ;;
+		esac
+		printf '%s\t%s\t%s\n' "$w" "$rep" "$t" >>"$OUT/kafka.tsv"
+		log "rep $rep $w: $(printf '%.3f' "$t") s"
+	done
+done
+med() { awk -F'\t' -v w="$1" '$1 == w { print $3 }' "$OUT/kafka.tsv" | median; }
+t_se=$(med stream_ext)
+t_pipe=$(med pipeline)
+t_json=$(med stream_ext_json)
+rate() { printf '%.0f' "$(echo "$MSGS / $1" | bc -l)"; }
+ratio=$(printf '%.2f' "$(echo "$t_pipe / $t_se" | bc -l)")
+
+# ---- latency at a fixed rate ---------------------------------------------------
+log "latency: $RATE msg/s for $SECS s"
+q "DROP TABLE IF EXISTS lat CASCADE" >/dev/null
+q "SELECT stream_ext.create_stream('lat', 'seq int, sent timestamptz')" >/dev/null
+q "CREATE VIEW lat_v WITH (continuous) AS SELECT count(*) AS c FROM lat" >/dev/null
+q "SELECT stream_ext.create_kafka_source('lat_src', 'lat', '$BS', 'lat', 'csv', '{\"start\": \"latest\"}')" >/dev/null
+q "SELECT stream_ext.start_source('lat_src')" >/dev/null
+while [[ $(q "SELECT count(*) FROM stream_ext.kafka_offsets WHERE source = 'lat_src'") -lt 1 ]]; do sleep 0.05; done
+total=$((RATE * SECS))
+perl -MTime::HiRes=time,sleep -MPOSIX=strftime -e '
+	$| = 1;
+	my ($rate, $n) = @ARGV;
+	my $t0 = time;
+	for my $i (1 .. $n) {
+		my $due = $t0 + ($i - 1) / $rate;
+		my $d = $due - time;
+		sleep($d) if $d > 0;
+		my $t = time;
+		printf "%d,%s.%06d+00\n", $i, strftime("%Y-%m-%d %H:%M:%S", gmtime($t)), ($t - int($t)) * 1e6;
+	}' "$RATE" "$total" |
+	kcat -P -b "$BS" -t lat -X linger.ms=0 -X queue.buffering.max.ms=0
+wait_stored lat_src "$total"
+read -r lat_med lat_p99 lat_max < <(q "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+                                      round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+                                      round(max(ms)::numeric, 1)
+                                 FROM (SELECT extract(epoch FROM arrival_timestamp - sent) * 1000 AS ms FROM lat) l" | tr '|' ' ')
+got=$(q "SELECT c FROM lat_v")
+[[ $got == "$total" ]] || { log "WRONG RESULT: lat_v has $got, want $total"; exit 1; }
+
+# ---- worker memory over a long run ----------------------------------------------
+log "memory: $RSS_PASSES passes of $MSGS messages through one worker"
+fresh_stream
+q "SELECT stream_ext.create_kafka_source('rss_src', 'ev', '$BS', 'rss', 'csv')" >/dev/null
+q "SELECT stream_ext.start_source('rss_src')" >/dev/null
+kcat -P -b "$BS" -t rss -X linger.ms=50 -X batch.num.messages=10000 -l "$work/csv.txt"
+wait_stored rss_src "$MSGS"
+pid=$(q "SELECT w.pid FROM stream_ext.kafka_worker_stats() w JOIN stream_ext.kafka_sources s ON s.id = w.source_id WHERE s.name = 'rss_src'")
+rss1=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
+for pass in $(seq 2 "$RSS_PASSES"); do
+	kcat -P -b "$BS" -t rss -X linger.ms=50 -X batch.num.messages=10000 -l "$work/csv.txt"
+	wait_stored rss_src $((MSGS * pass))
+done
+rss2=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
+total_rss=$((MSGS * RSS_PASSES))
+
+{
+	echo "### Kafka ingest"
+	echo
+	echo "$MSGS messages, 1 partition, one continuous view (count, sum by 1000 keys); median of $REPS; $(nproc) cores."
+	echo
+	echo "| path | seconds | messages/s |"
+	echo "| --- | ---: | ---: |"
+	printf '| stream_ext source, CSV | %.3f | %s |\n' "$t_se" "$(rate "$t_se")"
+	printf '| kcat -C \\| psql COPY (FORMAT csv), one COPY | %.3f | %s |\n' "$t_pipe" "$(rate "$t_pipe")"
+	printf '| stream_ext source, JSON | %.3f | %s |\n' "$t_json" "$(rate "$t_json")"
+	echo
+	echo "stream_ext / pipeline throughput ratio (CSV): **${ratio}x**"
+	echo
+	echo "Produce -> visible latency at $RATE msg/s for $SECS s ($total messages, default batch_size/max_wait_ms):"
+	echo "median ${lat_med} ms, p99 ${lat_p99} ms, max ${lat_max} ms."
+	echo
+	echo "Worker RSS: ${rss1} kB after $MSGS messages, ${rss2} kB after $total_rss."
+} | tee "$OUT/kafka.md"
