@@ -242,18 +242,20 @@ catalog_lookup_view_by_matrel(Oid matrelid, ViewCatalogEntry *entry,
  * may have dropped some (DROP TABLE/VIEW/SCHEMA/OWNED, with or without
  * CASCADE); PostgreSQL's dependencies already dropped the objects.
  */
-void
+uint64
 catalog_remove_orphans(void)
 {
 	Oid			save_userid;
 	int			save_sec;
 	int			rc;
+	uint64		views;
 
 	catalog_begin_write(&save_userid, &save_sec);
 	SPI_connect();
 	rc = SPI_execute("DELETE FROM stream_ext.view_catalog v WHERE NOT EXISTS"
 					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
 					 false, 0);
+	views = SPI_processed;
 	if (rc == SPI_OK_DELETE)
 		rc = SPI_execute("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
 						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
@@ -262,4 +264,5 @@ catalog_remove_orphans(void)
 		elog(ERROR, "stream_ext catalog cleanup failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
 	catalog_end_write(save_userid, save_sec);
+	return views;
 }

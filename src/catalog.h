@@ -34,7 +34,8 @@ extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);
-extern void catalog_remove_orphans(void);
+/* returns the number of continuous views forgotten */
+extern uint64 catalog_remove_orphans(void);
 
 /* run catalog writes as the extension's owner */
 extern void catalog_begin_write(Oid *save_userid, int *save_sec);

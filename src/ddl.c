@@ -22,6 +22,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
+#include "commands/async.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -46,6 +47,21 @@
 #include "stream_ext.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* stream_ext.notify_pgrst: tell PostgREST to reload its schema cache */
+static bool notify_pgrst = true;
+
+/*
+ * NOTIFY pgrst, 'reload schema': PostgREST (db-channel-enabled) reloads its
+ * schema cache when the transaction commits.  Sent when continuous views
+ * come and go, and by stream_ext.expose()/unexpose().
+ */
+static void
+notify_pgrst_reload(void)
+{
+	if (notify_pgrst)
+		Async_Notify("pgrst", "reload schema");
+}
 
 /* Does this CREATE VIEW ask for a continuous view?  Removes the option. */
 static bool
@@ -312,8 +328,13 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 	foreach(lc, backfill_sql)
 		backfill((char *) lfirst(lc));
 
+	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
+	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
+
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);
+
+	notify_pgrst_reload();
 }
 
 /* Is relid a stream that continuous views read? */
@@ -437,8 +458,21 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 
-	if (drops && stream_ext_installed())
-		catalog_remove_orphans();
+	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
+		notify_pgrst_reload();
+}
+
+void
+ddl_define_gucs(void)
+{
+	DefineCustomBoolVariable("stream_ext.notify_pgrst",
+							 "Sends NOTIFY pgrst, 'reload schema' when continuous views are created, dropped, exposed or unexposed.",
+							 "PostgREST reloads its schema cache on this notification (db-channel-enabled).",
+							 &notify_pgrst,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 }
 
 void

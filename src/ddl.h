@@ -9,5 +9,6 @@
 #define STREAM_EXT_DDL_H
 
 extern void ddl_init(void);
+extern void ddl_define_gucs(void);
 
 #endif							/* STREAM_EXT_DDL_H */
