@@ -30,6 +30,7 @@ _PG_init(void)
 	stream_ext_preloaded = process_shared_preload_libraries_in_progress;
 
 	ddl_init();
+	ddl_define_gucs();
 	maintain_init();
 	stream_ext_launcher_init();
 }
