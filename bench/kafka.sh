@@ -10,7 +10,8 @@
 # and kcat.  Three measurements:
 #
 #   throughput  BENCH_KAFKA_MSGS CSV messages (k int, v int, s text) are
-#               produced to a 1-partition topic first; then they are loaded
+#               produced to a 4-partition topic first (the embedded broker
+#               keeps about 200,000 messages per partition); then they are loaded
 #               into the same stream, with one continuous view
 #               (count, sum(v) by k), two ways:
 #                 stream_ext  a Kafka source (format csv), timed from
@@ -37,7 +38,7 @@ PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
 OUT=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP/bench-results}
 mkdir -p "$OUT"
 
-MSGS=${BENCH_KAFKA_MSGS:-500000}
+MSGS=${BENCH_KAFKA_MSGS:-400000}
 REPS=${BENCH_REPS:-3}
 RATE=${BENCH_KAFKA_RATE:-2000}
 SECS=${BENCH_KAFKA_SECONDS:-10}
@@ -56,7 +57,7 @@ fi
 command -v kcat >/dev/null || { log "kcat is not installed"; exit 1; }
 
 work=$(mktemp -d "$STREAM_EXT_TMP/kafka-bench.XXXXXX")
-"$BROKER" --partitions 1 --topic csv --topic json --topic lat --topic rss \
+"$BROKER" --partitions 4 --topic csv --topic json --topic rss --partitions 1 --topic lat \
 	--bootstrap-file "$work/bootstrap" >"$work/broker.out" 2>&1 &
 broker_pid=$!
 cleanup() {
@@ -76,8 +77,15 @@ q "CREATE EXTENSION stream_ext" >/dev/null
 log "producing $MSGS CSV and $MSGS JSON messages"
 awk -v n="$MSGS" 'BEGIN { for (i = 1; i <= n; i++) printf "%d,%d,item-%d\n", i % 1000, i % 97, i }' >"$work/csv.txt"
 awk -v n="$MSGS" 'BEGIN { for (i = 1; i <= n; i++) printf "{\"k\":%d,\"v\":%d,\"s\":\"item-%d\"}\n", i % 1000, i % 97, i }' >"$work/json.txt"
-kcat -P -b "$BS" -t csv -X linger.ms=50 -X batch.num.messages=10000 -l "$work/csv.txt"
-kcat -P -b "$BS" -t json -X linger.ms=50 -X batch.num.messages=10000 -l "$work/json.txt"
+produce4() {				# topic file: line i goes to partition i mod 4
+	local p
+	for p in 0 1 2 3; do
+		awk -v p="$p" 'NR % 4 == p' "$2" >"$work/part.$p"
+		kcat -P -b "$BS" -t "$1" -p "$p" -X linger.ms=50 -X batch.num.messages=10000 -l "$work/part.$p"
+	done
+}
+produce4 csv "$work/csv.txt"
+produce4 json "$work/json.txt"
 expect_sum=$(awk -F, '{ s += $2 } END { print s }' "$work/csv.txt")
 
 fresh_stream() {
@@ -182,12 +190,12 @@ log "memory: $RSS_PASSES passes of $MSGS messages through one worker"
 fresh_stream
 q "SELECT stream_ext.create_kafka_source('rss_src', 'ev', '$BS', 'rss', 'csv')" >/dev/null
 q "SELECT stream_ext.start_source('rss_src')" >/dev/null
-kcat -P -b "$BS" -t rss -X linger.ms=50 -X batch.num.messages=10000 -l "$work/csv.txt"
+produce4 rss "$work/csv.txt"
 wait_stored rss_src "$MSGS"
 pid=$(q "SELECT w.pid FROM stream_ext.kafka_worker_stats() w JOIN stream_ext.kafka_sources s ON s.id = w.source_id WHERE s.name = 'rss_src'")
 rss1=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
 for pass in $(seq 2 "$RSS_PASSES"); do
-	kcat -P -b "$BS" -t rss -X linger.ms=50 -X batch.num.messages=10000 -l "$work/csv.txt"
+	produce4 rss "$work/csv.txt"
 	wait_stored rss_src $((MSGS * pass))
 done
 rss2=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
@@ -196,7 +204,7 @@ total_rss=$((MSGS * RSS_PASSES))
 {
 	echo "### Kafka ingest"
 	echo
-	echo "$MSGS messages, 1 partition, one continuous view (count, sum by 1000 keys); median of $REPS; $(nproc) cores."
+	echo "$MSGS messages, 4 partitions, one source worker, one continuous view (count, sum by 1000 keys); median of $REPS; $(nproc) cores."
 	echo
 	echo "| path | seconds | messages/s |"
 	echo "| --- | ---: | ---: |"

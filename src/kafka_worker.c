@@ -506,7 +506,6 @@ setup_consumer(void)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("cannot create Kafka consumer: %s", errstr)));
 	rd_kafka_poll_set_consumer(W.rk);
-	W.rkq = rd_kafka_queue_get_consumer(W.rk);
 
 	W.npartitions = topic_partition_count(5000);
 
@@ -586,33 +585,42 @@ setup_consumer(void)
 
 /*
  * Collect up to batch_size messages: wait up to IDLE_POLL_MS for the first,
- * then up to max_wait_ms for the rest.
+ * then up to max_wait_ms for the rest.  One rd_kafka_consumer_poll() per
+ * message (served from librdkafka's local queue): librdkafka 2.0's batch
+ * consume API is known to skip messages.
  */
 static void
 consume_batch(void)
 {
-	ssize_t		got;
+	rd_kafka_message_t *m;
 	TimestampTz deadline;
 	int			i,
 				keep;
 
 	W.nmsgs = 0;
-	got = rd_kafka_consume_batch_queue(W.rkq, IDLE_POLL_MS, W.msgs, 1);
-	if (got <= 0)
+	m = rd_kafka_consumer_poll(W.rk, IDLE_POLL_MS);
+	if (m == NULL)
 		return;
-	W.nmsgs = (int) got;
+	W.msgs[W.nmsgs++] = m;
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), W.opts.max_wait_ms);
 	while (W.nmsgs < W.opts.batch_size)
 	{
-		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		/* whatever is already queued, without waiting */
+		m = rd_kafka_consumer_poll(W.rk, 0);
+		if (m == NULL)
+		{
+			long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 
-		if (remaining <= 0)
+			if (remaining <= 0)
+				break;
+			m = rd_kafka_consumer_poll(W.rk, (int) remaining);
+			if (m == NULL)
+				break;
+		}
+		W.msgs[W.nmsgs++] = m;
+		/* a steady trickle must not hold the batch past its deadline */
+		if ((W.nmsgs & 1023) == 0 && GetCurrentTimestamp() >= deadline)
 			break;
-		got = rd_kafka_consume_batch_queue(W.rkq, (int) remaining,
-										   W.msgs + W.nmsgs,
-										   W.opts.batch_size - W.nmsgs);
-		if (got > 0)
-			W.nmsgs += (int) got;
 	}
 
 	/* consumer errors travel as messages: record, drop */
