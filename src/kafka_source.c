@@ -419,6 +419,7 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 	bool		have_reset = false;
 	bool		have_group = false;
 	bool		have_fetch_wait = false;
+	bool		have_queue_kb = false;
 
 #define CONF_SET(k, v) \
 	do { \
@@ -450,6 +451,8 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 			have_group = true;
 		if (strcmp(k, "fetch.wait.max.ms") == 0)
 			have_fetch_wait = true;
+		if (strcmp(k, "queued.max.messages.kbytes") == 0)
+			have_queue_kb = true;
 		CONF_SET(k, (const char *) lfirst(lv));
 	}
 	if (!have_reset)
@@ -464,6 +467,8 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 		snprintf(buf, sizeof(buf), "%d", opts->max_wait_ms);
 		CONF_SET("fetch.wait.max.ms", buf);
 	}
+	if (!have_queue_kb)
+		CONF_SET("queued.max.messages.kbytes", "16384");	/* prefetch, bounds RSS */
 	CONF_SET("enable.auto.commit", "false");
 	CONF_SET("enable.auto.offset.store", "false");
 	CONF_SET("enable.partition.eof", "false");

@@ -1064,6 +1064,16 @@ worker_iteration(void)
 
 	if (W.rk == NULL)
 	{
+		bool		running;
+
+		/* (re)starting, maybe after failures: is the source still wanted? */
+		begin_xact();
+		running = source_is_running(false);
+		commit_xact();
+		if (!running)
+			return false;
+		W.last_state_check = GetCurrentTimestamp();
+
 		set_state(KWS_STARTING);
 		setup_consumer();
 		set_state(KWS_RUNNING);

@@ -294,7 +294,13 @@ my $p1 = sql(q{SELECT pid FROM stream_ext.kafka_worker_stats() w JOIN stream_ext
 sleep 2;
 is(sql(q{SELECT pid FROM stream_ext.kafka_worker_stats() w JOIN stream_ext.kafka_sources s ON s.id = w.source_id WHERE s.name = 'down'}),
 	$p1, 'the worker retries in place (no crash loop)');
-sql(q{SELECT stream_ext.drop_source('down'); SELECT stream_ext.drop_source('missing');});
+sql(q{SELECT stream_ext.stop_source('down'); SELECT stream_ext.drop_source('missing');});
+wait_for(q{SELECT workers FROM stream_ext.source_status WHERE source = 'down'}, '0',
+	'a retrying worker exits when its source is stopped');
+wait_for(q{SELECT count(*) FROM stream_ext.kafka_worker_stats() w
+            WHERE NOT EXISTS (SELECT 1 FROM stream_ext.kafka_sources s WHERE s.id = w.source_id AND s.state = 'running')}, '0',
+	'and so does one whose source is dropped');
+sql(q{SELECT stream_ext.drop_source('down')});
 
 # ---- 11. on_error = 'stop' and 'skip' -------------------------------------------
 sql(q{SELECT stream_ext.create_stream('strict', 'n int');
