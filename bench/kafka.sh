@@ -24,8 +24,9 @@
 #   latency     BENCH_KAFKA_RATE msg/s for BENCH_KAFKA_SECONDS s, each
 #               message carrying its send time; latency = arrival_timestamp
 #               (set when the batch is inserted) - send time: median, p99.
-#   memory      the worker's VmRSS after the first pass and after all
-#               BENCH_KAFKA_RSS_PASSES passes over the topic.
+#   memory      the worker's private memory (RssAnon) and VmRSS after the
+#               first pass and after all BENCH_KAFKA_RSS_PASSES passes
+#               (VmRSS also counts the shared buffers the worker touched).
 #
 # Writes $BENCH_RESULTS_DIR/kafka.md (and kafka.tsv); prints the tables.
 # Reports figures and ratios; exits non-zero only when something broke.
@@ -194,11 +195,13 @@ produce4 rss "$work/csv.txt"
 wait_stored rss_src "$MSGS"
 pid=$(q "SELECT w.pid FROM stream_ext.kafka_worker_stats() w JOIN stream_ext.kafka_sources s ON s.id = w.source_id WHERE s.name = 'rss_src'")
 rss1=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
+anon1=$(awk '/RssAnon/ { print $2 }' "/proc/$pid/status")
 for pass in $(seq 2 "$RSS_PASSES"); do
 	produce4 rss "$work/csv.txt"
 	wait_stored rss_src $((MSGS * pass))
 done
 rss2=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
+anon2=$(awk '/RssAnon/ { print $2 }' "/proc/$pid/status")
 total_rss=$((MSGS * RSS_PASSES))
 
 {
@@ -217,5 +220,6 @@ total_rss=$((MSGS * RSS_PASSES))
 	echo "Produce -> visible latency at $RATE msg/s for $SECS s ($total messages, default batch_size/max_wait_ms):"
 	echo "median ${lat_med} ms, p99 ${lat_p99} ms, max ${lat_max} ms."
 	echo
-	echo "Worker RSS: ${rss1} kB after $MSGS messages, ${rss2} kB after $total_rss."
+	echo "Worker private memory (RssAnon): ${anon1} kB after $MSGS messages, ${anon2} kB after $total_rss."
+	echo "Worker VmRSS: ${rss1} kB and ${rss2} kB (includes the shared buffers it touched: up to shared_buffers)."
 } | tee "$OUT/kafka.md"
