@@ -737,6 +737,40 @@ catch_error_message(MemoryContext cxt)
 }
 
 /*
+ * Run one INSERT of the batch (or of a single row) in a subtransaction.
+ * Returns NULL when it succeeded, else the error message (allocated in the
+ * batch context), the subtransaction rolled back so the batch can go on.
+ */
+static char *
+insert_in_subxact(const char *sql, MemoryContext oldcxt)
+{
+	ResourceOwner oldowner = CurrentResourceOwner;
+	char	   *volatile msg = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		int			ret = SPI_execute(sql, false, 0);
+
+		if (ret != SPI_OK_INSERT)
+			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		msg = catch_error_message(W.batch_cxt);
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return msg;
+}
+
+/*
  * Apply W.msgs[0..nmsgs) in one transaction.  ereports on failures that
  * are not about one message (the caller backs off and rebuilds).
  */
@@ -851,30 +885,16 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		MemoryContextSwitchTo(oldcxt);
 		register_enr(BATCH_ENR_NAME, ts, ntuples);
 
-		oldowner = CurrentResourceOwner;
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(oldcxt);
-		PG_TRY();
 		{
-			ret = SPI_execute(W.insert_sql, false, 0);
-			if (ret != SPI_OK_INSERT)
-				elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-		}
-		PG_CATCH();
-		{
-			char	   *msg = catch_error_message(W.batch_cxt);
+			char	   *msg = insert_in_subxact(W.insert_sql, oldcxt);
 
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-			insert_failed = true;
-			if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
-				stop_error = msg;
+			if (msg != NULL)
+			{
+				insert_failed = true;
+				if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
+					stop_error = msg;
+			}
 		}
-		PG_END_TRY();
 		SPI_unregister_relation(BATCH_ENR_NAME);
 		tuplestore_end(ts);
 	}
@@ -893,32 +913,17 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		register_enr(ROW_ENR_NAME, ts, 1);
 		for (i = 0; i < ntuples; i++)
 		{
+			char	   *msg;
+
 			tuplestore_clear(ts);
 			tuplestore_puttuple(ts, tuples[i]);
-			oldowner = CurrentResourceOwner;
-			BeginInternalSubTransaction(NULL);
-			MemoryContextSwitchTo(oldcxt);
-			PG_TRY();
+			msg = insert_in_subxact(W.row_insert_sql, oldcxt);
+			if (msg != NULL)
 			{
-				ret = SPI_execute(W.row_insert_sql, false, 0);
-				if (ret != SPI_OK_INSERT)
-					elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
-				ReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(oldcxt);
-				CurrentResourceOwner = oldowner;
-			}
-			PG_CATCH();
-			{
-				char	   *msg = catch_error_message(W.batch_cxt);
-
-				RollbackAndReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(oldcxt);
-				CurrentResourceOwner = oldowner;
 				dead[ndead].msgidx = tuple_msg[i];
 				dead[ndead].error = msg;
 				ndead++;
 			}
-			PG_END_TRY();
 		}
 		SPI_unregister_relation(ROW_ENR_NAME);
 		tuplestore_end(ts);
