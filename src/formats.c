@@ -389,7 +389,7 @@ meta_value(KafkaColumn *col, const KafkaMessage *msg, Datum *value, bool *isnull
 }
 
 /* text form of a JSON value for a column's input function; NULL for null */
-static char *
+char *
 jsonb_value_text(JsonbValue *v)
 {
 	switch (v->type)

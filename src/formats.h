@@ -69,5 +69,6 @@ extern KafkaDecoder *kafka_decoder_create(Oid relid, KafkaFormat format,
 										  const KafkaOptions *opts);
 extern HeapTuple kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg);
 extern char *kafka_decoder_insert_sql(KafkaDecoder *dec, const char *enrname);
+extern char *jsonb_value_text(JsonbValue *v);
 
 #endif							/* STREAM_EXT_FORMATS_H */

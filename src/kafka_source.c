@@ -82,21 +82,11 @@ kafka_parse_format(const char *format)
 static char *
 scalar_text(JsonbValue *v, const char *key)
 {
-	switch (v->type)
-	{
-		case jbvString:
-			return pnstrdup(v->val.string.val, v->val.string.len);
-		case jbvNumeric:
-			return DatumGetCString(DirectFunctionCall1(numeric_out,
-													   NumericGetDatum(v->val.numeric)));
-		case jbvBool:
-			return pstrdup(v->val.boolean ? "true" : "false");
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("option \"%s\" must be a string, number or boolean", key)));
-	}
-	return NULL;
+	if (v->type != jbvString && v->type != jbvNumeric && v->type != jbvBool)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a string, number or boolean", key)));
+	return jsonb_value_text(v);
 }
 
 static char *
