@@ -282,6 +282,23 @@ become_owner_again(void)
 	SetUserIdAndSecContext(save_userid, save_sec);
 }
 
+/*
+ * Run one statement on stream_ext's own tables as their owner, and insist
+ * on its result code.
+ */
+static void
+catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *args,
+			 const char *nulls, bool read_only, long tcount, int expected)
+{
+	int			ret;
+
+	become_catalog_owner();
+	ret = SPI_execute_with_args(sql, nargs, argtypes, args, nulls, read_only, tcount);
+	become_owner_again();
+	if (ret != expected)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+}
+
 static void
 begin_xact(void)
 {
@@ -310,7 +327,6 @@ source_is_running(bool lock)
 {
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1];
-	int			ret;
 	char	   *state;
 
 	/* the extension dropped, or dropped and created again? */
@@ -318,14 +334,11 @@ source_is_running(bool lock)
 		kafka_catalog_relid(true) != W.args.catalog_relid)
 		return false;
 	args[0] = Int32GetDatum(W.args.source_id);
-	become_catalog_owner();
-	ret = SPI_execute_with_args(lock ?
+	catalog_exec(lock ?
 								"SELECT state FROM stream_ext.kafka_sources WHERE id = $1 FOR KEY SHARE" :
 								"SELECT state FROM stream_ext.kafka_sources WHERE id = $1",
-								1, argtypes, args, NULL, false, 1);
-	become_owner_again();
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+								1, argtypes, args, NULL, false, 1,
+				 SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -494,8 +507,7 @@ setup_consumer(void)
 	Oid			argtypes[4] = {TEXTOID, INT4OID, INT8OID, INT8OID};
 	Datum		args[4];
 	int			p,
-				i,
-				ret;
+				i;
 	MemoryContext old;
 
 	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id);
@@ -527,12 +539,9 @@ setup_consumer(void)
 	/* stored offsets */
 	begin_xact();
 	args[0] = CStringGetTextDatum(W.name);
-	become_catalog_owner();
-	ret = SPI_execute_with_args("SELECT partition, next_offset FROM stream_ext.kafka_offsets "
-								"WHERE source = $1", 1, argtypes, args, NULL, true, 0);
-	become_owner_again();
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+	catalog_exec("SELECT partition, next_offset FROM stream_ext.kafka_offsets "
+								"WHERE source = $1", 1, argtypes, args, NULL, true, 0,
+				 SPI_OK_SELECT);
 	for (i = 0; i < (int) SPI_processed; i++)
 	{
 		bool		isnull;
@@ -552,14 +561,11 @@ setup_consumer(void)
 		args[1] = Int32GetDatum(W.mine[p]);
 		args[2] = Int64GetDatum(W.next_offset[p]);
 		args[3] = Int64GetDatum(W.next_offset[p]);
-		become_catalog_owner();
-		ret = SPI_execute_with_args("INSERT INTO stream_ext.kafka_offsets "
+		catalog_exec("INSERT INTO stream_ext.kafka_offsets "
 									"(source, partition, next_offset, high_watermark) "
 									"VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-									4, argtypes, args, NULL, false, 0);
-		become_owner_again();
-		if (ret != SPI_OK_INSERT)
-			elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+									4, argtypes, args, NULL, false, 0,
+					 SPI_OK_INSERT);
 	}
 	commit_xact();
 
@@ -682,7 +688,6 @@ insert_dead_letter(rd_kafka_message_t *m, const char *error)
 	Oid			argtypes[6] = {TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID, TEXTOID};
 	Datum		args[6];
 	char		nulls[7] = "      ";
-	int			ret;
 
 	args[0] = CStringGetTextDatum(W.name);
 	args[1] = Int32GetDatum(m->partition);
@@ -696,14 +701,11 @@ insert_dead_letter(rd_kafka_message_t *m, const char *error)
 	else
 		nulls[4] = 'n';
 	args[5] = CStringGetTextDatum(error);
-	become_catalog_owner();
-	ret = SPI_execute_with_args("INSERT INTO stream_ext.dead_letters "
+	catalog_exec("INSERT INTO stream_ext.dead_letters "
 								"(source, partition, \"offset\", key, payload, error) "
 								"VALUES ($1, $2, $3, $4, $5, $6)",
-								6, argtypes, args, nulls, false, 0);
-	become_owner_again();
-	if (ret != SPI_OK_INSERT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+								6, argtypes, args, nulls, false, 0,
+				 SPI_OK_INSERT);
 }
 
 static void
@@ -790,7 +792,6 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	volatile uint64 nbytes = 0;
 	volatile bool insert_failed = false;
 	char	   *volatile stop_error = NULL;
-	int			ret;
 	ResourceOwner oldowner;
 
 	*n_errors = *n_dead = *n_bytes = 0;
@@ -981,18 +982,15 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 			args[3] = Int64GetDatum(Max(W.high_watermark[i], batch_next[i]));
 		else
 			nulls[3] = 'n';
-		become_catalog_owner();
-		ret = SPI_execute_with_args("INSERT INTO stream_ext.kafka_offsets AS o "
+		catalog_exec("INSERT INTO stream_ext.kafka_offsets AS o "
 									"(source, partition, next_offset, high_watermark) "
 									"VALUES ($1, $2, $3, $4) "
 									"ON CONFLICT (source, partition) DO UPDATE "
 									"SET next_offset = excluded.next_offset, "
 									"high_watermark = excluded.high_watermark, "
 									"updated_at = now()",
-									4, argtypes, args, nulls, false, 0);
-		become_owner_again();
-		if (ret != SPI_OK_INSERT)
-			elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+									4, argtypes, args, nulls, false, 0,
+					 SPI_OK_INSERT);
 	}
 
 	commit_xact();
@@ -1010,19 +1008,15 @@ mark_source_failed(const char *error)
 {
 	Oid			argtypes[2] = {INT4OID, TEXTOID};
 	Datum		args[2];
-	int			ret;
 
 	begin_xact();
 	args[0] = Int32GetDatum(W.args.source_id);
 	args[1] = CStringGetTextDatum(error);
-	become_catalog_owner();
-	ret = SPI_execute_with_args("UPDATE stream_ext.kafka_sources "
+	catalog_exec("UPDATE stream_ext.kafka_sources "
 								"SET state = 'failed', last_error = $2, updated_at = now() "
 								"WHERE id = $1 AND state = 'running'",
-								2, argtypes, args, NULL, false, 0);
-	become_owner_again();
-	if (ret != SPI_OK_UPDATE)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+								2, argtypes, args, NULL, false, 0,
+				 SPI_OK_UPDATE);
 	commit_xact();
 }
 
