@@ -29,7 +29,7 @@ my $broker = IPC::Run::start(
 	[
 		$broker_bin, '--partitions', '4', '--topic', 'clicks', '--topic',
 		'par', '--partitions', '1', '--topic', 'csvt', '--topic', 'textt',
-		'--topic', 'two_a', '--topic', 'two_b', '--topic', 'stopper',
+		'--topic', 'two_a', '--topic', 'two_b', '--topic', 'stopper', '--topic', 'checked',
 		'--missing-topic', 'no_such_topic'
 	],
 	'>', \$bout, '2>', \$berr);
@@ -319,6 +319,17 @@ wait_for(total_stored('lax_src'), '3', "on_error 'skip' goes on");
 is(sql(q{SELECT string_agg(n::text, ',' ORDER BY n) FROM strict}) . '|'
 	  . sql(q{SELECT count(*) FROM stream_ext.dead_letters WHERE source = 'lax_src'}),
 	'1,3|0', 'and writes no dead letter');
+
+# ---- 12. a row the stream refuses: the batch is retried row by row ----------
+sql(q{SELECT stream_ext.create_stream('checked', 'n int CHECK (n > 0)');
+    CREATE VIEW checked_v WITH (continuous) AS SELECT count(*) AS c, sum(n) AS s FROM checked;
+    SELECT stream_ext.create_kafka_source('checked_src', 'checked', '} . $bootstrap . q{', 'checked', 'json');
+    SELECT stream_ext.start_source('checked_src');});
+produce('checked', [ '{"n":1}', '{"n":-5}', '{"n":2}', '{"n":3}' ]);
+wait_for(total_stored('checked_src'), '4', 'a batch with a row the stream refuses is consumed');
+is(sql(q{SELECT format('%s:%s', c, s) FROM checked_v}), '3:6', 'the other rows of the batch are applied once');
+like(sql(q{SELECT format('%s:%s', "offset", error) FROM stream_ext.dead_letters WHERE source = 'checked_src'}),
+	qr/^1:.*violates check constraint/, 'the refused row is a dead letter with its offset and reason');
 
 $node->stop;
 done_testing();
