@@ -5,7 +5,9 @@
 #   STREAM_EXT_ROOT   repository root (absolute)
 #   msg / warn / die  messages on stderr, prefixed "stream_ext:"
 #   pg_env            resolves PG_CONFIG, PG_BINDIR, PGXS_DIR, PG_REGRESS,
-#                     PG_ISOLATION_REGRESS, PG_PERL_DIR (call after deps.sh)
+#                     PG_ISOLATION_REGRESS, PG_PERL_DIR (call after deps.sh);
+#                     with STREAM_EXT_PGROOT=DIR set, first makes DIR a private
+#                     copy of the PostgreSQL installation (see pg_private_root)
 #   build_install LOG builds the module (and test/broker), installs it;
 #                     output goes to LOG, tail printed on failure
 #   as_postgres CMD   runs CMD as the postgres OS user when we are root
@@ -30,12 +32,45 @@ pg_env() {
 	fi
 	[[ -n $PG_CONFIG && -x $PG_CONFIG ]] ||
 		die "pg_config not found; run test/lib/deps.sh (as root) first"
+	if [[ -n ${STREAM_EXT_PGROOT:-} ]]; then
+		pg_private_root "$STREAM_EXT_PGROOT"
+	fi
 	PG_BINDIR=$("$PG_CONFIG" --bindir)
 	PGXS_DIR=$(dirname "$("$PG_CONFIG" --pgxs)")     # .../lib/pgxs/src/makefiles
 	PG_REGRESS=$(cd "$PGXS_DIR/../test/regress" && pwd)/pg_regress
 	PG_ISOLATION_REGRESS=$(cd "$PGXS_DIR/../test/isolation" && pwd)/pg_isolation_regress
 	PG_PERL_DIR=$(cd "$PGXS_DIR/../test/perl" && pwd)
 	export PG_CONFIG PG_BINDIR PGXS_DIR PG_REGRESS PG_ISOLATION_REGRESS PG_PERL_DIR
+}
+
+# STREAM_EXT_PGROOT=DIR: build, install and test against a private copy of
+# the PostgreSQL installation under DIR instead of the system one, so that
+# several checkouts (git worktrees) can be tested side by side without
+# overwriting each other's stream_ext.so.  PostgreSQL's installation is
+# relocatable (like its own tmp_install): the copy's pg_config and postgres
+# find lib/, share/ and include/ relative to their own location.  The copy is
+# made once (about 50 MB) and reused; PG_CONFIG then points into it.
+pg_private_root() {
+	local root=$1
+	mkdir -p "$root"
+	root=$(cd "$root" && pwd)
+	if [[ ! -x $root/bin/pg_config ]]; then
+		local sys_bin sys_lib sys_share sys_inc
+		sys_bin=$("$PG_CONFIG" --bindir)
+		sys_lib=$("$PG_CONFIG" --pkglibdir)
+		sys_share=$("$PG_CONFIG" --sharedir)
+		sys_inc=$("$PG_CONFIG" --pkgincludedir)
+		mkdir -p "$root/tree"
+		local p
+		for p in "$(dirname "$sys_bin")" "$sys_lib" "$sys_share" "$sys_inc"; do
+			mkdir -p "$root/tree$(dirname "$p")"
+			[[ -e $root/tree$p ]] || cp -a "$p" "$root/tree$p"
+		done
+		ln -sfn "tree$sys_bin" "$root/bin"
+		msg "private PostgreSQL installation in $root"
+	fi
+	PG_CONFIG=$(readlink -f "$root/bin")/pg_config
+	chmod -R a+rX "$root"
 }
 
 is_root() { [[ $(id -u) -eq 0 ]]; }
