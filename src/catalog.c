@@ -188,21 +188,44 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
  * Fill *entry for the view whose materialization is matrelid; the strings
  * are allocated in mcxt.  Returns false if there is none.
  */
+static bool lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
+						MemoryContext mcxt);
+
 bool
 catalog_lookup_view_by_matrel(Oid matrelid, ViewCatalogEntry *entry,
 							  MemoryContext mcxt)
 {
+	return lookup_view(true, matrelid, entry, mcxt);
+}
+
+/* the same, by the user-facing view */
+bool
+catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
+{
+	return lookup_view(false, viewid, entry, mcxt);
+}
+
+static bool
+lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
+			MemoryContext mcxt)
+{
 	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(matrelid)};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		found = false;
 	int			rc;
 
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT v.view::oid, v.stream::oid, c.relowner,"
-							   " v.maintain_sql, v.distinct_sql, v.timezone"
+	rc = SPI_execute_with_args(by_matrel ?
+							   "SELECT v.view::oid, v.stream::oid, c.relowner,"
+							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid"
 							   " FROM stream_ext.view_catalog v"
 							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.matrel = $1",
+							   " WHERE v.matrel = $1" :
+							   "SELECT v.view::oid, v.stream::oid, c.relowner,"
+							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid"
+							   " FROM stream_ext.view_catalog v"
+							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+							   " WHERE v.view = $1",
 							   1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
@@ -217,7 +240,7 @@ catalog_lookup_view_by_matrel(Oid matrelid, ViewCatalogEntry *entry,
 		int			nelems;
 
 		old = MemoryContextSwitchTo(mcxt);
-		entry->matrelid = matrelid;
+		entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
 		entry->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 		entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 		entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));

@@ -34,6 +34,8 @@ extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);
+extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
+								MemoryContext mcxt);
 /* returns the number of continuous views forgotten */
 extern uint64 catalog_remove_orphans(void);
 

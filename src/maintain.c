@@ -23,10 +23,12 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "portability/instr_time.h"
 #include "nodes/plannodes.h"
 #include "optimizer/planner.h"
 #include "utils/builtins.h"
@@ -42,6 +44,7 @@
 
 #include "catalog.h"
 #include "maintain.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
 PG_FUNCTION_INFO_V1(stream_ext_guard_materialization);
@@ -171,6 +174,7 @@ typedef struct MaintEntry
 	ViewCatalogEntry cat;
 	SPIPlanPtr	maintain_plan;
 	List	   *distinct_plans;
+	AttrNumber	arrival_attnum; /* stream's arrival_timestamp, for stats */
 	MemoryContext cxt;
 } MaintEntry;
 
@@ -253,6 +257,10 @@ get_entry(Trigger *trigger)
 				 errmsg("continuous view with materialization %s does not exist",
 						trigger->tgargs[0]),
 				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
+	entry->arrival_attnum = get_attnum(entry->cat.streamid, "arrival_timestamp");
+	if (entry->arrival_attnum != InvalidAttrNumber &&
+		get_atttype(entry->cat.streamid, entry->arrival_attnum) != TIMESTAMPTZOID)
+		entry->arrival_attnum = InvalidAttrNumber;
 	entry->valid = true;
 	return entry;
 }
@@ -306,6 +314,9 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	int			nestlevel;
 	ListCell   *lc;
 	int			rc;
+	uint64		groups;
+	instr_time	start;
+	instr_time	elapsed;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
@@ -338,12 +349,14 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	if (entry->maintain_plan == NULL)
 		prepare_plans(entry);
 
+	INSTR_TIME_SET_CURRENT(start);
 	stream_ext_maintenance_depth++;
 	PG_TRY();
 	{
 		rc = SPI_execute_plan(entry->maintain_plan, NULL, NULL, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+		groups = SPI_processed;
 		foreach(lc, entry->distinct_plans)
 		{
 			rc = SPI_execute_plan(lfirst(lc), NULL, NULL, false, 0);
@@ -360,6 +373,22 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	AtEOXact_GUC(true, nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	SPI_finish();
+
+	if (stats_tracking())
+	{
+		TimestampTz max_arrival = 0;
+
+		if (entry->arrival_attnum != InvalidAttrNumber)
+			max_arrival = stats_max_timestamp(trigdata->tg_newtable,
+											  RelationGetDescr(trigdata->tg_relation),
+											  entry->arrival_attnum);
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		stats_report_batch(entry->cat.viewid, entry->cat.streamid,
+						   tuplestore_tuple_count(trigdata->tg_newtable),
+						   groups, INSTR_TIME_GET_MILLISEC(elapsed),
+						   max_arrival);
+	}
 	return PointerGetDatum(NULL);
 }
 

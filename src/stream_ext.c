@@ -14,6 +14,7 @@
 #include "ddl.h"
 #include "launcher.h"
 #include "maintain.h"
+#include "stats.h"
 #include "stream_ext.h"
 
 PG_MODULE_MAGIC;
@@ -32,6 +33,7 @@ _PG_init(void)
 	ddl_init();
 	ddl_define_gucs();
 	maintain_init();
+	stats_init();
 	stream_ext_launcher_init();
 }
 
