@@ -29,6 +29,9 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_clause.h"
 #include "parser/analyze.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
@@ -164,6 +167,53 @@ backfill(const char *sql)
 		stream_ext_maintenance_depth--;
 	}
 	PG_END_TRY();
+}
+
+/*
+ * Describe each column of a continuous view (psql \d+ shows it): group
+ * keys as such, other columns by the expression they compute.
+ */
+static void
+comment_columns(Query *query, CVPlan *plan, const char *vq)
+{
+	List	   *context = deparse_context_for(get_rel_name(plan->streamid),
+											  plan->streamid);
+	ListCell   *lc;
+	ListCell   *nc = list_head(plan->colnames);
+	Bitmapset  *only_stream = bms_make_singleton(1);
+	int			nestlevel = NewGUCNestLevel();
+
+	/* constants read the same whatever the reader's settings */
+	(void) set_config_option("DateStyle", "ISO", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		const char *colname;
+		char	   *text;
+		const char *comment;
+
+		if (tle->resjunk)
+			continue;
+		colname = strVal(lfirst(nc));
+		nc = lnext(plan->colnames, nc);
+		if (!bms_is_subset(pull_varnos(NULL, (Node *) tle->expr), only_stream))
+			continue;
+		text = deparse_expression((Node *) tle->expr, context, false, false);
+		if (tle->ressortgroupref != 0 &&
+			get_sortgroupref_clause_noerr(tle->ressortgroupref, query->groupClause) != NULL)
+			comment = psprintf("group key: %s", text);
+		else if (contain_agg_clause((Node *) tle->expr))
+			comment = psprintf("%s, maintained incrementally", text);
+		else
+			continue;
+		run_sql(psprintf("COMMENT ON COLUMN %s.%s IS %s", vq,
+						 quote_identifier(colname), quote_literal_cstr(comment)));
+	}
+	AtEOXact_GUC(true, nestlevel);
 }
 
 static void
@@ -330,6 +380,7 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 
 	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
+	comment_columns(query, &plan, vq);
 
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);
