@@ -60,6 +60,13 @@ SQL
 	if [[ $r -lt $DEMO_ROUNDS ]]; then demo_pause; fi
 done
 
+demo_say "progress: stream_ext.view_stats (what maintenance applied, how fresh the view is)"
+demo_sql -q <<'SQL'
+SELECT view, rows_in, batches, groups, round(mean_maintenance_ms::numeric, 2) AS mean_ms,
+       last_maintained_at, freshness
+  FROM stream_ext.view_stats WHERE view = 'clicks_per_minute'::regclass;
+SQL
+
 demo_say "check: the continuous view equals the batch query over all events"
 mismatches=$(demo_sql -qAt <<'SQL'
 WITH batch AS (
