@@ -3,16 +3,20 @@
 # Every src/*.c is compiled into the one module.  The install script
 # stream_ext--$(EXTVERSION).sql is assembled at build time from the pieces in
 # src/sql/ (one piece per subsystem, concatenated in name order); it is a
-# build output and is never committed.
+# build output and is never committed.  src/sql/upgrade/ holds the frozen
+# install scripts of released versions and the upgrade scripts between
+# them (ALTER EXTENSION stream_ext UPDATE), installed as they are.
 #
 # Set-up commands (see README.md):
 #   make demo    build, install, start a throwaway cluster and run the demo
 #   make test    build, install and run every test
 EXTENSION  = stream_ext
-EXTVERSION = 0.1
+EXTVERSION = 0.2
 MODULE_big = stream_ext
 OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+# install scripts of earlier versions (frozen) and the upgrade scripts
+DATA       = $(sort $(wildcard src/sql/upgrade/*.sql))
 EXTRA_CLEAN = $(EXTENSION)--$(EXTVERSION).sql
 
 PG_CONFIG ?= $(shell command -v pg_config || echo /usr/lib/postgresql/15/bin/pg_config)

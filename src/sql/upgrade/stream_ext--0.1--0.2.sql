@@ -1,0 +1,82 @@
+-- stream_ext upgrade 0.1 -> 0.2.  Every object added or changed in src/sql/ since
+-- 0.1 must be added or changed here too: sql/12_upgrade.sql checks that an
+-- updated installation has exactly the objects of a fresh one.
+\echo Use "ALTER EXTENSION stream_ext UPDATE TO '0.2'" to load this file. \quit
+
+-- observability (src/sql/35_stats.sql)
+CREATE FUNCTION stream_ext._view_stats(
+    OUT view oid, OUT stream oid, OUT rows_in bigint, OUT batches bigint,
+    OUT groups_updated bigint, OUT last_batch_rows bigint,
+    OUT total_maintenance_ms float8, OUT max_maintenance_ms float8,
+    OUT last_maintained_at timestamptz, OUT max_arrival timestamptz)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'stream_ext_view_stats_raw'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION stream_ext.stats_info(OUT stats_reset timestamptz, OUT uncounted_batches bigint)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'stream_ext_stats_info'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION stream_ext.reset_stats(view regclass DEFAULT NULL)
+    RETURNS void
+    AS 'MODULE_PATHNAME', 'stream_ext_reset_stats'
+    LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+REVOKE ALL ON FUNCTION stream_ext.reset_stats(regclass) FROM PUBLIC;
+
+CREATE FUNCTION stream_ext.view_groups(view regclass)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_view_groups'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION stream_ext.explain(view regclass, verbose boolean DEFAULT false,
+                                   batch_rows integer DEFAULT 1000)
+    RETURNS SETOF text
+    AS 'MODULE_PATHNAME', 'stream_ext_explain'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- One row per continuous view of this database; counters since the server
+-- started (or reset_stats()), committed batches only.
+CREATE VIEW stream_ext.view_stats AS
+SELECT v.view,
+       v.stream,
+       COALESCE(s.rows_in, 0) AS rows_in,
+       COALESCE(s.batches, 0) AS batches,
+       COALESCE(s.groups_updated, 0) AS groups_updated,
+       stream_ext.view_groups(v.view) AS groups,
+       s.last_batch_rows,
+       s.last_maintained_at,
+       s.max_arrival AS max_event_time,
+       pg_catalog.now() - s.max_arrival AS freshness,
+       s.total_maintenance_ms,
+       CASE WHEN s.batches > 0 THEN s.total_maintenance_ms / s.batches END
+           AS mean_maintenance_ms,
+       s.max_maintenance_ms
+  FROM stream_ext.view_catalog v
+  LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid;
+
+-- One row per stream: what went in (PostgreSQL's own table statistics) and
+-- how far its continuous views have got.
+CREATE VIEW stream_ext.stream_stats AS
+SELECT st.stream,
+       (SELECT count(*) FROM stream_ext.view_catalog v WHERE v.stream = st.stream)
+           AS views,
+       t.rows_inserted,
+       t.rows_stored,
+       pg_catalog.pg_total_relation_size(st.stream) AS bytes,
+       vs.last_maintained_at,
+       vs.max_event_time,
+       pg_catalog.now() - vs.max_event_time AS freshness
+  FROM stream_ext.stream_catalog st
+  LEFT JOIN LATERAL (
+       SELECT pg_catalog.sum(pg_catalog.pg_stat_get_tuples_inserted(p.relid))::bigint AS rows_inserted,
+              pg_catalog.sum(pg_catalog.pg_stat_get_live_tuples(p.relid))::bigint AS rows_stored
+         FROM (SELECT st.stream AS relid
+               UNION SELECT pt.relid FROM pg_catalog.pg_partition_tree(st.stream) pt) p) t ON true
+  LEFT JOIN LATERAL (
+       SELECT pg_catalog.max(s.last_maintained_at) AS last_maintained_at,
+              pg_catalog.max(s.max_arrival) AS max_event_time
+         FROM stream_ext._view_stats() s
+        WHERE s.stream = st.stream::oid) vs ON true;
+
+GRANT SELECT ON stream_ext.view_stats, stream_ext.stream_stats TO PUBLIC;
