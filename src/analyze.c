@@ -314,7 +314,7 @@ cv_name_columns(CVPlan *plan)
 
 /* ---- SQL generation ---------------------------------------------------- */
 
-static char *
+char *
 type_sql(Oid type, int32 typmod, Oid collation)
 {
 	char	   *s = format_type_extended(type, typmod,
@@ -325,7 +325,7 @@ type_sql(Oid type, int32 typmod, Oid collation)
 	return s;
 }
 
-static void
+void
 append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix)
 {
 	ListCell   *lc;
@@ -423,13 +423,13 @@ cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg)
 	return buf.data;
 }
 
-static List *
+List *
 stream_context(CVPlan *plan)
 {
 	return deparse_context_for("s", plan->streamid);
 }
 
-static void
+void
 append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx)
 {
 	ListCell   *lc;
@@ -727,6 +727,8 @@ cv_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 		name = lnext(plan->colnames, name);
 		first = false;
 	}
+	if (plan->extra_outer_columns)
+		appendStringInfo(&buf, ", %s", plan->extra_outer_columns);
 	appendStringInfo(&buf, " FROM %s m", matrel);
 	if (plan->query->havingQual)
 		appendStringInfo(&buf, " WHERE %s",

@@ -10,6 +10,7 @@
 #ifndef STREAM_EXT_ANALYZE_H
 #define STREAM_EXT_ANALYZE_H
 
+#include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 
 #include "aggsupport.h"
@@ -44,6 +45,8 @@ typedef struct CVPlan
 	List	   *aggs;			/* CVAgg */
 	bool		keyless;		/* no GROUP BY: a single row */
 	List	   *colnames;		/* user-facing column names (String) */
+	const char *extra_outer_columns;	/* appended to the view's select
+										 * list, e.g. session bounds */
 } CVPlan;
 
 #define CV_SINGLE_COLUMN "_single"
@@ -52,6 +55,12 @@ typedef struct CVPlan
 extern void cv_analyze(Query *query, const char *querytext, List *aliases,
 					   CVPlan *plan);
 extern void cv_name_columns(CVPlan *plan);
+
+/* pieces of SQL generation, shared with sessions.c */
+extern char *type_sql(Oid type, int32 typmod, Oid collation);
+extern void append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix);
+extern List *stream_context(CVPlan *plan);
+extern void append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx);
 
 /* SQL text, generated with search_path pinned to pg_catalog */
 extern char *cv_matrel_columns_sql(CVPlan *plan);

@@ -47,6 +47,7 @@
 #include "catalog.h"
 #include "ddl.h"
 #include "maintain.h"
+#include "sessions.h"
 #include "stream_ext.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -66,9 +67,12 @@ notify_pgrst_reload(void)
 		Async_Notify("pgrst", "reload schema");
 }
 
-/* Does this CREATE VIEW ask for a continuous view?  Removes the option. */
+/*
+ * Does this CREATE VIEW ask for a continuous view?  Removes the option; the
+ * other options of a continuous view are returned in *cvopts.
+ */
 static bool
-take_continuous_option(ViewStmt *stmt)
+take_continuous_option(ViewStmt *stmt, List **cvopts)
 {
 	ListCell   *lc;
 	bool		continuous = false;
@@ -89,13 +93,19 @@ take_continuous_option(ViewStmt *stmt)
 	}
 	if (!seen)
 		return false;
-	if (continuous && rest != NIL)
+	*cvopts = continuous ? rest : NIL;
+	stmt->options = continuous ? NIL : rest;
+	return continuous;
+}
+
+static void
+reject_unknown_options(List *options)
+{
+	if (options != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unrecognized continuous view option \"%s\"",
-						((DefElem *) linitial(rest))->defname)));
-	stmt->options = rest;
-	return continuous;
+						((DefElem *) linitial(options))->defname)));
 }
 
 static void
@@ -217,9 +227,10 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 }
 
 static void
-create_continuous_view(ViewStmt *stmt, const char *queryString,
+create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 					   int stmt_location, int stmt_len)
 {
+	SessionSpec session;
 	RawStmt    *raw;
 	Query	   *query;
 	CVPlan		plan;
@@ -263,6 +274,8 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
+	cvopts = sessions_take_options(cvopts, &session);
+	reject_unknown_options(cvopts);
 
 	/* analyze the query as the user wrote it, with the user's search_path */
 	raw = makeNode(RawStmt);
@@ -271,6 +284,8 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 	raw->stmt_len = stmt_len;
 	query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
 	cv_analyze(query, queryString, stmt->aliases, &plan);
+	if (session.enabled)
+		sessions_validate(&session, &plan);
 
 	/* the creator must be able to read everything the view reads */
 	ExecCheckRTPerms(query->rtable, true);
@@ -302,10 +317,20 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 									get_rel_name(plan.streamid));
 	vq = quote_qualified_identifier(nspname, viewname);
 
-	run_sql(psprintf("CREATE TABLE %s (%s) WITH (fillfactor = 70)",
-					 mq, cv_matrel_columns_sql(&plan)));
-	run_sql(psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
-					 mq, cv_matrel_key_list(&plan)));
+	if (session.enabled)
+	{
+		/* fragments, appended: see sessions.c */
+		run_sql(psprintf("CREATE TABLE %s (%s)", mq,
+						 sessions_matrel_columns_sql(&session, cv_matrel_columns_sql(&plan))));
+		run_sql(psprintf("CREATE INDEX ON %s (%s)", mq, sessions_index_columns_sql(&plan)));
+	}
+	else
+	{
+		run_sql(psprintf("CREATE TABLE %s (%s) WITH (fillfactor = 70)",
+						 mq, cv_matrel_columns_sql(&plan)));
+		run_sql(psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
+						 mq, cv_matrel_key_list(&plan)));
+	}
 	matrelid = get_relname_relid(matrelname, nspid);
 	create_guard_trigger(mq);
 
@@ -332,10 +357,14 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 	}
 
 	run_sql(psprintf("CREATE VIEW %s AS %s", vq,
-					 cv_view_select_sql(&plan, matrelid, mq)));
+					 cv_view_select_sql(&plan, matrelid,
+										session.enabled ?
+										sessions_view_source_sql(&session, &plan, mq) : mq)));
 	viewid = get_relname_relid(viewname, nspid);
 
-	maintain_sql = cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
+	maintain_sql = session.enabled ?
+		sessions_maintain_sql(&session, &plan, mq, CV_NEW_ROWS) :
+		cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
 	trigname = psprintf("stream_ext_maintain_%u", matrelid);
 
 	/*
@@ -372,15 +401,27 @@ create_continuous_view(ViewStmt *stmt, const char *queryString,
 
 	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
 						maintain_sql, distinct_sql);
+	if (session.enabled)
+		sessions_record(viewid, &session, sessions_compact_sql(&session, &plan, mq));
 
 	/* start from what the stream already holds */
-	backfill(cv_maintain_sql(&plan, mq, sq));
+	backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :
+			 cv_maintain_sql(&plan, mq, sq));
 	foreach(lc, backfill_sql)
 		backfill((char *) lfirst(lc));
 
 	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
 	comment_columns(query, &plan, vq);
+	if (session.enabled)
+	{
+		run_sql(psprintf("COMMENT ON COLUMN %s.session_start IS %s", vq,
+						 quote_literal_cstr(psprintf("session window: earliest %s of the session (session_gap %s)",
+													 session.time_column, session.gap_text))));
+		run_sql(psprintf("COMMENT ON COLUMN %s.session_end IS %s", vq,
+						 quote_literal_cstr(psprintf("session window: latest %s of the session",
+													 session.time_column))));
+	}
 
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);
@@ -475,6 +516,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			has_option |= (strcmp(((DefElem *) lfirst(lc))->defname, "continuous") == 0);
 		if (has_option)
 		{
+			List	   *cvopts = NIL;
+
 			if (readOnlyTree)
 			{
 				pstmt = copyObject(pstmt);
@@ -482,10 +525,10 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 				stmt = (ViewStmt *) parsetree;
 				readOnlyTree = false;
 			}
-			if (take_continuous_option(stmt))
+			if (take_continuous_option(stmt, &cvopts))
 			{
-				create_continuous_view(stmt, queryString, pstmt->stmt_location,
-									   pstmt->stmt_len);
+				create_continuous_view(stmt, cvopts, queryString,
+									   pstmt->stmt_location, pstmt->stmt_len);
 				if (qc)
 					SetQueryCompletion(qc, CMDTAG_CREATE_VIEW, 0);
 				return;
