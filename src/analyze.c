@@ -46,6 +46,7 @@
 
 #include "analyze.h"
 #include "catalog.h"
+#include "windows.h"
 
 static int
 error_position(const char *querytext, int location)
@@ -138,8 +139,10 @@ cv_analyze(Query *q, const char *querytext, List *aliases, CVPlan *plan)
 	int			ncols = 0;
 
 	memset(plan, 0, sizeof(CVPlan));
-	plan->query = q;
 	plan->querytext = querytext;
+	/* FROM stream, stream_ext.hop(...): a copy reading the stream alone */
+	q = window_rewrite_hop(plan, q);
+	plan->query = q;
 
 	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
 		ereport(ERROR,

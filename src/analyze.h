@@ -47,6 +47,7 @@ typedef struct CVPlan
 	List	   *colnames;		/* user-facing column names (String) */
 	const char *extra_outer_columns;	/* appended to the view's select
 										 * list, e.g. session bounds */
+	struct CVWindow *window;	/* time window (windows.h), or NULL */
 } CVPlan;
 
 #define CV_SINGLE_COLUMN "_single"

@@ -184,6 +184,43 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 	catalog_end_write(save_userid, save_sec);
 }
 
+/* record the time window of a view (see windows.c); NULLs where none */
+void
+catalog_set_window(Oid viewid, const char *kind, const char *size,
+				   const char *slide, const char *step,
+				   const char *time_column, const char *window_column,
+				   const char *expire_sql)
+{
+	Oid			argtypes[8] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	const char *args[8] = {NULL, kind, size, slide, step, time_column, window_column, expire_sql};
+	Datum		values[8];
+	char		nulls[8];
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+
+	values[0] = ObjectIdGetDatum(viewid);
+	nulls[0] = ' ';
+	for (int i = 1; i < 8; i++)
+	{
+		values[i] = args[i] ? CStringGetTextDatum(args[i]) : (Datum) 0;
+		nulls[i] = args[i] ? ' ' : 'n';
+	}
+	catalog_begin_write(&save_userid, &save_sec);
+	SPI_connect();
+	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET window_kind = $2,"
+							   " window_size = $3::pg_catalog.interval,"
+							   " window_slide = $4::pg_catalog.interval,"
+							   " window_step = $5::pg_catalog.interval,"
+							   " time_column = $6, window_column = $7, expire_sql = $8"
+							   " WHERE view = $1",
+							   8, argtypes, values, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not record the window of continuous view %u", viewid);
+	SPI_finish();
+	catalog_end_write(save_userid, save_sec);
+}
+
 /*
  * Fill *entry for the view whose materialization is matrelid; the strings
  * are allocated in mcxt.  Returns false if there is none.
@@ -205,6 +242,10 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 	return lookup_view(false, viewid, entry, mcxt);
 }
 
+/* a sliding window's step in microseconds (maintenance expires per step) */
+#define WINDOW_STEP_USECS \
+	"(pg_catalog.date_part('epoch', v.window_step) * 1000000)::pg_catalog.int8"
+
 static bool
 lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 			MemoryContext mcxt)
@@ -217,12 +258,14 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	SPI_connect();
 	rc = SPI_execute_with_args(by_matrel ?
 							   "SELECT v.view::oid, v.stream::oid, c.relowner,"
-							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid"
+							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid,"
+							   " v.expire_sql, " WINDOW_STEP_USECS
 							   " FROM stream_ext.view_catalog v"
 							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
 							   " WHERE v.matrel = $1" :
 							   "SELECT v.view::oid, v.stream::oid, c.relowner,"
-							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid"
+							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid,"
+							   " v.expire_sql, " WINDOW_STEP_USECS
 							   " FROM stream_ext.view_catalog v"
 							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
 							   " WHERE v.view = $1",
@@ -246,6 +289,10 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 		entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
 		entry->maintain_sql = SPI_getvalue(tup, desc, 4);
 		entry->timezone = SPI_getvalue(tup, desc, 6);
+		entry->expire_sql = SPI_getvalue(tup, desc, 8);
+		entry->expire_every_us = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
+		if (isnull)
+			entry->expire_every_us = 0;
 		entry->distinct_sql = NIL;
 		arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
 		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,

@@ -19,6 +19,8 @@ typedef struct ViewCatalogEntry
 	char	   *maintain_sql;	/* over the transition table */
 	List	   *distinct_sql;	/* one statement per count(DISTINCT) */
 	char	   *timezone;		/* TimeZone pinned at creation */
+	char	   *expire_sql;		/* sliding window: deletes expired buckets */
+	int64		expire_every_us;	/* sliding window: its step */
 } ViewCatalogEntry;
 
 /* is the extension installed in this database? */
@@ -31,6 +33,11 @@ extern void catalog_insert_stream(Oid relid);
 extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 								List *aux_tables, const char *definition,
 								const char *maintain_sql, List *distinct_sql);
+extern void catalog_set_window(Oid viewid, const char *kind,
+							   const char *size, const char *slide,
+							   const char *step, const char *time_column,
+							   const char *window_column,
+							   const char *expire_sql);
 extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);

@@ -49,6 +49,7 @@
 #include "maintain.h"
 #include "sessions.h"
 #include "stream_ext.h"
+#include "windows.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -231,6 +232,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 					   int stmt_location, int stmt_len)
 {
 	SessionSpec session;
+	List	   *window_opts;
 	RawStmt    *raw;
 	Query	   *query;
 	CVPlan		plan;
@@ -275,6 +277,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
 	cvopts = sessions_take_options(cvopts, &session);
+	cvopts = window_take_options(cvopts, &window_opts);
 	reject_unknown_options(cvopts);
 
 	/* analyze the query as the user wrote it, with the user's search_path */
@@ -284,6 +287,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	raw->stmt_len = stmt_len;
 	query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
 	cv_analyze(query, queryString, stmt->aliases, &plan);
+	window_apply_options(&plan, window_opts, session.enabled);
 	if (session.enabled)
 		sessions_validate(&session, &plan);
 
@@ -357,9 +361,10 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	}
 
 	run_sql(psprintf("CREATE VIEW %s AS %s", vq,
+					 session.enabled ?
 					 cv_view_select_sql(&plan, matrelid,
-										session.enabled ?
-										sessions_view_source_sql(&session, &plan, mq) : mq)));
+										sessions_view_source_sql(&session, &plan, mq)) :
+					 window_view_select_sql(&plan, matrelid, mq)));
 	viewid = get_relname_relid(viewname, nspid);
 
 	maintain_sql = session.enabled ?
@@ -403,6 +408,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 						maintain_sql, distinct_sql);
 	if (session.enabled)
 		sessions_record(viewid, &session, sessions_compact_sql(&session, &plan, mq));
+	window_record(&plan, viewid, matrelid);
 
 	/* start from what the stream already holds */
 	backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :

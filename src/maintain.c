@@ -45,6 +45,7 @@
 #include "catalog.h"
 #include "maintain.h"
 #include "stats.h"
+#include "windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
 PG_FUNCTION_INFO_V1(stream_ext_guard_materialization);
@@ -175,6 +176,7 @@ typedef struct MaintEntry
 	SPIPlanPtr	maintain_plan;
 	List	   *distinct_plans;
 	AttrNumber	arrival_attnum; /* stream's arrival_timestamp, for stats */
+	TimestampTz next_expiry;	/* sliding windows: see windows.c */
 	MemoryContext cxt;
 } MaintEntry;
 
@@ -238,6 +240,7 @@ get_entry(Trigger *trigger)
 		entry->valid = false;
 		entry->maintain_plan = NULL;
 		entry->distinct_plans = NIL;
+		entry->next_expiry = 0;
 		entry->cxt = NULL;
 	}
 	if (entry->valid)
@@ -363,6 +366,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 			if (rc != SPI_OK_INSERT)
 				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
 		}
+		window_expire_opportunistic(&entry->cat, &entry->next_expiry);
 	}
 	PG_FINALLY();
 	{

@@ -25,7 +25,15 @@ CREATE TABLE stream_ext.view_catalog (
     maintain_sql text NOT NULL,
     distinct_sql text[] NOT NULL DEFAULT '{}',
     timezone     text NOT NULL,
-    created_at   timestamptz NOT NULL DEFAULT now()
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    -- time window (docs/windows.md); NULL when the view has none
+    window_kind   text CHECK (window_kind IN ('tumbling', 'hopping', 'sliding')),
+    window_size   interval,
+    window_slide  interval,
+    window_step   interval,
+    time_column   name,
+    window_column name,
+    expire_sql    text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
 
@@ -50,7 +58,12 @@ SELECT v.view AS name,
        v.definition,
        v.matrel AS materialization,
        pg_catalog.pg_get_userbyid(c.relowner) AS owner,
-       v.created_at
+       v.created_at,
+       v.window_kind,
+       v.window_size,
+       v.window_slide,
+       v.window_step,
+       v.time_column
   FROM stream_ext.view_catalog v
   JOIN pg_catalog.pg_class c ON c.oid = v.view;
 

@@ -103,3 +103,53 @@ CREATE FUNCTION stream_ext.compact_sessions(view regclass)
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'stream_ext_compact_sessions'
     LANGUAGE C STRICT VOLATILE;
+
+-- time windows (src/sql/00_core.sql catalog columns, src/sql/45_windows.sql)
+ALTER TABLE stream_ext.view_catalog
+    ADD COLUMN window_kind   text CHECK (window_kind IN ('tumbling', 'hopping', 'sliding')),
+    ADD COLUMN window_size   interval,
+    ADD COLUMN window_slide  interval,
+    ADD COLUMN window_step   interval,
+    ADD COLUMN time_column   name,
+    ADD COLUMN window_column name,
+    ADD COLUMN expire_sql    text;
+
+CREATE OR REPLACE VIEW stream_ext.continuous_views AS
+SELECT v.view AS name,
+       v.stream AS source,
+       v.definition,
+       v.matrel AS materialization,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+       v.created_at,
+       v.window_kind,
+       v.window_size,
+       v.window_slide,
+       v.window_step,
+       v.time_column
+  FROM stream_ext.view_catalog v
+  JOIN pg_catalog.pg_class c ON c.oid = v.view;
+
+CREATE FUNCTION stream_ext.tumble(ts timestamptz, size interval)
+    RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'stream_ext_tumble'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION stream_ext.tumble(ts timestamp, size interval)
+    RETURNS timestamp
+    AS 'MODULE_PATHNAME', 'stream_ext_tumble'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION stream_ext.hop(ts timestamptz, size interval, slide interval)
+    RETURNS SETOF timestamptz
+    AS 'MODULE_PATHNAME', 'stream_ext_hop'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
+
+CREATE FUNCTION stream_ext.hop(ts timestamp, size interval, slide interval)
+    RETURNS SETOF timestamp
+    AS 'MODULE_PATHNAME', 'stream_ext_hop'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
+
+CREATE FUNCTION stream_ext.expire_sliding(view regclass DEFAULT NULL)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_expire_sliding'
+    LANGUAGE C VOLATILE;
