@@ -403,12 +403,33 @@ window_rewrite_hop(CVPlan *plan, Query *q)
 	ListCell   *lc;
 	bool		grouped = false;
 
-	if (q->jointree == NULL || list_length(q->jointree->fromlist) != 2 ||
-		!IsA(linitial(q->jointree->fromlist), RangeTblRef) ||
-		!IsA(lsecond(q->jointree->fromlist), RangeTblRef))
+	if (q->jointree == NULL)
 		return q;
-	rel_ref = linitial(q->jointree->fromlist);
-	fn_ref = lsecond(q->jointree->fromlist);
+	if (list_length(q->jointree->fromlist) == 2 &&
+		IsA(linitial(q->jointree->fromlist), RangeTblRef) &&
+		IsA(lsecond(q->jointree->fromlist), RangeTblRef))
+	{
+		/* FROM s, stream_ext.hop(...) */
+		rel_ref = linitial(q->jointree->fromlist);
+		fn_ref = lsecond(q->jointree->fromlist);
+	}
+	else if (list_length(q->jointree->fromlist) == 1 &&
+			 IsA(linitial(q->jointree->fromlist), JoinExpr))
+	{
+		/* FROM s CROSS JOIN LATERAL stream_ext.hop(...), or JOIN ... ON true */
+		JoinExpr   *j = linitial(q->jointree->fromlist);
+		Node	   *quals = j->quals ? eval_const_expressions(NULL, j->quals) : NULL;
+
+		if (j->jointype != JOIN_INNER || j->usingClause != NIL || j->isNatural ||
+			!IsA(j->larg, RangeTblRef) || !IsA(j->rarg, RangeTblRef) ||
+			(quals != NULL && !(IsA(quals, Const) && !((Const *) quals)->constisnull &&
+								DatumGetBool(((Const *) quals)->constvalue))))
+			return q;
+		rel_ref = (RangeTblRef *) j->larg;
+		fn_ref = (RangeTblRef *) j->rarg;
+	}
+	else
+		return q;
 	if (rel_ref->rtindex != 1 ||
 		rt_fetch(rel_ref->rtindex, q->rtable)->rtekind != RTE_RELATION)
 		return q;
@@ -455,8 +476,12 @@ window_rewrite_hop(CVPlan *plan, Query *q)
 	{
 		TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), q->targetList);
 
-		if (IsA(tle->expr, Var) && uses_varno_walker((Node *) tle->expr, &ctx))
-			grouped = true;
+		if (!uses_varno_walker((Node *) tle->expr, &ctx))
+			continue;
+		if (!IsA(tle->expr, Var))
+			window_not_supported("a GROUP BY expression of the window start of hop() is not supported in a continuous view",
+								 "Group by the window start itself and compute expressions of it in the select list.");
+		grouped = true;
 	}
 	if (!grouped)
 		window_not_supported("a continuous view over hop() must GROUP BY the window start",
@@ -465,7 +490,8 @@ window_rewrite_hop(CVPlan *plan, Query *q)
 	nq = copyObject(q);
 	nq->targetList = (List *) replace_varno_mutator((Node *) nq->targetList, &ctx);
 	nq->havingQual = replace_varno_mutator(nq->havingQual, &ctx);
-	nq->jointree->fromlist = list_make1(linitial(nq->jointree->fromlist));
+	nq->jointree->fromlist = list_make1(makeNode(RangeTblRef));
+	((RangeTblRef *) linitial(nq->jointree->fromlist))->rtindex = rel_ref->rtindex;
 	plan->window = win;
 	return nq;
 }
@@ -805,7 +831,8 @@ kind_name(CVWindowKind kind)
 /*
  * Buckets that no reader needs any more: older than sliding_window plus
  * one step, so that a reading transaction whose now() is up to a step
- * older than the expiring one still sees all of its buckets.  Rows locked
+ * older than the expiring one still sees all of its buckets; and the
+ * bucket of rows whose time is NULL, which no read ever shows.  Rows locked
  * by concurrent maintenance are skipped (taken next time), so expiry never
  * waits for writers.
  */
@@ -818,9 +845,9 @@ expire_sql(CVPlan *plan, const char *matrel)
 
 	Assert(is_pane_key(plan, bucket));
 	return psprintf("/* stream_ext expiry */ DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"SELECT ctid FROM %s WHERE %s OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) %s)"
+					"SELECT ctid FROM %s WHERE %s IS NULL OR %s OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) %s)"
 					" ORDER BY %s FOR UPDATE SKIP LOCKED))",
-					matrel, matrel, col, usecs_literal(win->size_us + win->slide_us), col);
+					matrel, matrel, col, col, usecs_literal(win->size_us + win->slide_us), col);
 }
 
 void
