@@ -6,7 +6,7 @@
  *	  - Tumbling: stream_ext.tumble(ts, size) is date_bin(size, ts, epoch),
  *		an immutable function usable as a GROUP BY key like any other.
  *	  - Hopping: FROM s, stream_ext.hop(ts, size, slide) AS w(window_start)
- *		is plain SQL (hop() is a set-returning function giving every
+ *		(or s CROSS JOIN LATERAL stream_ext.hop(...)) is plain SQL (hop() is a set-returning function giving every
  *		window containing ts), so the view's oracle is the query itself.
  *		As a continuous view the window start is replaced by the pane
  *		tumble(ts, gcd(size, slide)): the materialization keeps one partial
