@@ -280,6 +280,8 @@ INSERT INTO bad_windows (what, stmt) VALUES
  ('count(DISTINCT) sliding', $q$CREATE VIEW bad WITH (continuous, sliding_window = '5 minutes') AS SELECT count(DISTINCT k) FROM sev$q$),
  ('sliding_window with hop', $q$CREATE VIEW bad WITH (continuous, sliding_window = '1 hour') AS SELECT w.window_start, count(*) FROM ev, stream_ext.hop(ts, '10 minutes', '1 minute') AS w(window_start) GROUP BY 1$q$),
  ('GROUP BY an expression of window start', $q$CREATE VIEW bad WITH (continuous) AS SELECT w.window_start, count(*) FROM ev, stream_ext.hop(ts, '10 minutes', '1 minute') AS w(window_start) GROUP BY 1, date_trunc('hour', w.window_start)$q$),
+ ('session_gap with sliding_window', $q$CREATE VIEW bad WITH (continuous, session_gap = '1 minute', time_column = ts, sliding_window = '1 hour') AS SELECT k, count(*) FROM sev GROUP BY k$q$),
+ ('session_gap with hop', $q$CREATE VIEW bad WITH (continuous, session_gap = '1 minute', time_column = ts) AS SELECT k, w.window_start, count(*) FROM ev, stream_ext.hop(ts, '10 minutes', '1 minute') AS w(window_start) GROUP BY 1, 2$q$),
  ('unknown option', $q$CREATE VIEW bad WITH (continuous, windowed = true) AS SELECT count(*) FROM sev$q$);
 CREATE FUNCTION try_create(stmt text, OUT code text, OUT message text) LANGUAGE plpgsql AS $$
 BEGIN

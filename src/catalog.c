@@ -184,6 +184,19 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 	catalog_end_write(save_userid, save_sec);
 }
 
+/*
+ * Has view_catalog the window columns (0.2)?  A database still on 0.1 is
+ * served by this module until ALTER EXTENSION stream_ext UPDATE.
+ */
+static bool
+catalog_has_windows(void)
+{
+	Oid			nsp = get_namespace_oid("stream_ext", false);
+	Oid			relid = get_relname_relid("view_catalog", nsp);
+
+	return OidIsValid(relid) && get_attnum(relid, "expire_sql") != InvalidAttrNumber;
+}
+
 /* record the time window of a view (see windows.c); NULLs where none */
 void
 catalog_set_window(Oid viewid, const char *kind, const char *size,
@@ -199,6 +212,11 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 	int			save_sec;
 	int			rc;
 
+	if (!catalog_has_windows())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("time windows need stream_ext 0.2"),
+				 errhint("Run ALTER EXTENSION stream_ext UPDATE.")));
 	values[0] = ObjectIdGetDatum(viewid);
 	nulls[0] = ' ';
 	for (int i = 1; i < 8; i++)
@@ -242,9 +260,6 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 	return lookup_view(false, viewid, entry, mcxt);
 }
 
-/* a sliding window's step in microseconds (maintenance expires per step) */
-#define WINDOW_STEP_USECS \
-	"(pg_catalog.date_part('epoch', v.window_step) * 1000000)::pg_catalog.int8"
 
 static bool
 lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
@@ -253,22 +268,21 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		found = false;
+	const char *window_columns;
 	int			rc;
 
+	/* sliding windows: expiry statement, and its step in microseconds */
+	window_columns = catalog_has_windows() ?
+		"v.expire_sql, (pg_catalog.date_part('epoch', v.window_step) * 1000000)::pg_catalog.int8" :
+		"NULL::pg_catalog.text, NULL::pg_catalog.int8";
+
 	SPI_connect();
-	rc = SPI_execute_with_args(by_matrel ?
-							   "SELECT v.view::oid, v.stream::oid, c.relowner,"
-							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid,"
-							   " v.expire_sql, " WINDOW_STEP_USECS
-							   " FROM stream_ext.view_catalog v"
-							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.matrel = $1" :
-							   "SELECT v.view::oid, v.stream::oid, c.relowner,"
-							   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid,"
-							   " v.expire_sql, " WINDOW_STEP_USECS
-							   " FROM stream_ext.view_catalog v"
-							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.view = $1",
+	rc = SPI_execute_with_args(psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
+										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s"
+										" FROM stream_ext.view_catalog v"
+										" JOIN pg_catalog.pg_class c ON c.oid = v.view"
+										" WHERE v.%s = $1",
+										window_columns, by_matrel ? "matrel" : "view"),
 							   1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
