@@ -133,6 +133,10 @@ SELECT (SELECT count(*) FROM hop_10m_4m_mrel) AS stored_panes,
 SELECT window_start, window_end, n, lo FROM hop_10m_4m
  WHERE window_start BETWEEN '2024-01-01 00:00+00' AND '2024-01-01 00:20+00' ORDER BY 1;
 
+-- \d+ describes the window's columns
+SELECT attname, col_description(attrelid, attnum) FROM pg_attribute
+ WHERE attrelid = 'hop_10m_4m'::regclass AND attnum > 0 ORDER BY attnum;
+
 -- the catalog records the windows
 SELECT name, window_kind, window_size, window_slide, window_step, time_column
   FROM stream_ext.continuous_views WHERE source = 'win.ev'::regclass ORDER BY name::text;
@@ -236,6 +240,8 @@ COMMIT;
 
 SELECT name, window_kind, window_size, window_slide, window_step, time_column
   FROM stream_ext.continuous_views WHERE source = 'win.sev'::regclass ORDER BY name::text;
+SELECT attname, col_description(attrelid, attnum) FROM pg_attribute
+ WHERE attrelid = 'sl_keyed'::regclass AND attnum > 0 ORDER BY attnum;
 
 -- only the owner expires a view
 CREATE ROLE win_other;

@@ -419,6 +419,8 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
 	comment_columns(query, &plan, vq);
+	foreach(lc, window_comment_sql(&plan, query, vq))
+		run_sql((char *) lfirst(lc));
 	if (session.enabled)
 	{
 		run_sql(psprintf("COMMENT ON COLUMN %s.session_start IS %s", vq,

@@ -40,6 +40,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
@@ -49,6 +50,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -808,6 +810,60 @@ window_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 	}
 	appendStringInfoChar(&buf, ')');
 	return cv_view_select_sql(plan, matrelid, buf.data);
+}
+
+/*
+ * Descriptions of the window's columns for psql's \d+ (after ddl.c's own
+ * comments, which these replace): the window start of a hopping view, and
+ * the aggregates of a sliding one.  query is the view's query as written.
+ */
+List *
+window_comment_sql(CVPlan *plan, Query *query, const char *vq)
+{
+	CVWindow   *win = plan->window;
+	List	   *result = NIL;
+	List	   *context;
+	ListCell   *lc;
+	ListCell   *nc = list_head(plan->colnames);
+
+	int			nestlevel;
+
+	if (win == NULL || (win->kind != CV_WINDOW_HOPPING && win->kind != CV_WINDOW_SLIDING))
+		return NIL;
+	/* intervals read the same whatever the creator's settings */
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	context = deparse_context_for(get_rel_name(plan->streamid), plan->streamid);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		const char *colname;
+		char	   *comment = NULL;
+
+		if (tle->resjunk)
+			continue;
+		colname = strVal(lfirst(nc));
+		nc = lnext(plan->colnames, nc);
+		if (win->kind == CV_WINDOW_HOPPING && IsA(tle->expr, Var) &&
+			((Var *) tle->expr)->varno != 1)
+			comment = psprintf("hopping window start: windows of %s every %s, kept as panes of %s",
+							   interval_text(usecs_interval(win->size_us)),
+							   interval_text(usecs_interval(win->slide_us)),
+							   interval_text(usecs_interval(win->pane_us)));
+		else if (win->kind == CV_WINDOW_SLIDING && contain_agg_clause((Node *) tle->expr))
+			comment = psprintf("%s over rows whose %s is in the last %s (sliding window, step %s), maintained incrementally",
+							   deparse_expression((Node *) tle->expr, context, false, false),
+							   win->time_column,
+							   interval_text(usecs_interval(win->size_us)),
+							   interval_text(usecs_interval(win->slide_us)));
+		if (comment)
+			result = lappend(result, psprintf("COMMENT ON COLUMN %s.%s IS %s", vq,
+											  quote_identifier(colname),
+											  quote_literal_cstr(comment)));
+	}
+	AtEOXact_GUC(true, nestlevel);
+	return result;
 }
 
 /* ---- catalog and expiry ------------------------------------------------ */

@@ -52,6 +52,9 @@ extern void window_apply_options(CVPlan *plan, List *window_options,
 extern char *window_view_select_sql(CVPlan *plan, Oid matrelid,
 									const char *matrel);
 
+/* COMMENT ON COLUMN statements describing the window's columns (\d+) */
+extern List *window_comment_sql(CVPlan *plan, Query *query, const char *vq);
+
 /* after catalog_insert_view(): record the window */
 extern void window_record(CVPlan *plan, Oid viewid, Oid matrelid);
 
