@@ -37,6 +37,7 @@
 #include "common/int.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -309,15 +310,17 @@ make_tumble(Expr *ts, int64 pane_us)
 }
 
 static Interval *
-const_interval(Node *arg, const char *what)
+const_interval(CVPlan *plan, Node *arg, const char *what)
 {
 	Node	   *folded = eval_const_expressions(NULL, arg);
+	int			loc = exprLocation(arg);
 
 	if (!IsA(folded, Const))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s must be a constant in a continuous view", what),
-				 errposition(exprLocation(arg) >= 0 ? exprLocation(arg) + 1 : 0)));
+				 (loc >= 0 && plan->querytext) ?
+				 errposition(pg_mbstrlen_with_len(plan->querytext, loc) + 1) : 0));
 	if (((Const *) folded)->constisnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -448,8 +451,8 @@ window_rewrite_hop(CVPlan *plan, Query *q)
 	if (rte->funcordinality)
 		window_not_supported("hop() WITH ORDINALITY is not supported in a continuous view", NULL);
 	ts = linitial(hop->args);
-	size = const_interval(lsecond(hop->args), "hop() size");
-	slide = const_interval(lthird(hop->args), "hop() slide");
+	size = const_interval(plan, lsecond(hop->args), "hop() size");
+	slide = const_interval(plan, lthird(hop->args), "hop() slide");
 
 	win = palloc0(sizeof(CVWindow));
 	win->kind = CV_WINDOW_HOPPING;
@@ -687,6 +690,13 @@ window_apply_options(CVPlan *plan, List *options, bool session_window)
 				 errmsg("column \"%s\" of continuous view option \"time_column\" must be of type timestamp with time zone",
 						colname),
 				 errdetail("It is of type %s.", format_type_be(atttype))));
+	/* the view shows rows by it: its creator must be able to read it */
+	if (pg_attribute_aclcheck(plan->streamid, attno, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_class_aclcheck(plan->streamid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for column \"%s\" of stream \"%s\" (continuous view option \"time_column\")",
+						colname, get_rel_name(plan->streamid))));
 	win->time_column = pstrdup(colname);
 
 	tsvar = makeVar(1, attno, TIMESTAMPTZOID, -1, InvalidOid, 0);
