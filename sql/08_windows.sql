@@ -145,9 +145,9 @@ SELECT name, window_kind, window_size, window_slide, window_step, time_column
 
 SELECT stream_ext.create_stream('win.sev', 'k text, ts timestamptz, v int');
 CREATE TABLE sev_log (k text, ts timestamptz, v int);
-CREATE VIEW sl_keyed WITH (continuous, sliding_window = '10 minutes', time_column = ts, step = '1 minute') AS
+CREATE VIEW sl_keyed WITH (continuous, sliding_window = '10 minutes', time_column = ts, step = '5 minutes') AS
   SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a FROM sev GROUP BY k;
-CREATE VIEW sl_keyless WITH (continuous, sliding_window = '10 minutes', time_column = 'ts', step = '150 seconds') AS
+CREATE VIEW sl_keyless WITH (continuous, sliding_window = '10 minutes', time_column = 'ts', step = '4 minutes') AS
   SELECT count(*) AS n, sum(v) AS s, max(v) AS hi FROM sev WHERE v <> 13;
 CREATE VIEW sl_arrival WITH (continuous, sliding_window = '1 hour') AS
   SELECT k, count(*) AS n FROM sev GROUP BY k;
@@ -166,8 +166,8 @@ SELECT * FROM pings_recent;
 -- the oracle: rows whose step bucket starts at or after now() - sliding_window
 CREATE TABLE sliding_shapes (name text PRIMARY KEY, query text NOT NULL);
 INSERT INTO sliding_shapes VALUES
- ('sl_keyed', 'SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a FROM sev_log WHERE stream_ext.tumble(ts, ''1 minute'') >= now() - interval ''10 minutes'' GROUP BY k'),
- ('sl_keyless', 'SELECT count(*) AS n, sum(v) AS s, max(v) AS hi FROM sev_log WHERE v <> 13 AND stream_ext.tumble(ts, ''150 seconds'') >= now() - interval ''10 minutes''');
+ ('sl_keyed', 'SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a FROM sev_log WHERE stream_ext.tumble(ts, ''5 minutes'') >= now() - interval ''10 minutes'' GROUP BY k'),
+ ('sl_keyless', 'SELECT count(*) AS n, sum(v) AS s, max(v) AS hi FROM sev_log WHERE v <> 13 AND stream_ext.tumble(ts, ''4 minutes'') >= now() - interval ''10 minutes''');
 CREATE FUNCTION check_sliding() RETURNS TABLE (shape text, differing bigint)
 LANGUAGE plpgsql AS $$
 DECLARE r record;
@@ -207,7 +207,7 @@ COMMIT;
 
 -- rows two hours old are folded in but never shown, and expire.  (The
 -- first batch of this session expired buckets already; the next expiry by
--- maintenance is due a step, one minute, later: after this test.)
+-- maintenance is due a step, five minutes, later: after this test.)
 INSERT INTO sev (k, ts, v) SELECT 'old', now() - interval '2 hours' - i * interval '1 second', i FROM generate_series(1, 100) i;
 INSERT INTO sev_log (k, ts, v) SELECT 'old', now() - interval '2 hours' - i * interval '1 second', i FROM generate_series(1, 100) i;
 BEGIN;
@@ -216,7 +216,7 @@ COMMIT;
 SELECT count(*) > 0 AS has_expired_buckets FROM sl_keyed_mrel WHERE window_bucket < now() - interval '1 hour';
 SELECT count(*) > 0 AS has_null_bucket FROM sl_keyed_mrel WHERE window_bucket IS NULL;
 SELECT stream_ext.expire_sliding('sl_keyed') > 0 AS expired_some;
-SELECT count(*) AS expired_buckets_left FROM sl_keyed_mrel WHERE window_bucket IS NULL OR window_bucket < now() - interval '11 minutes';
+SELECT count(*) AS expired_buckets_left FROM sl_keyed_mrel WHERE window_bucket IS NULL OR window_bucket < now() - interval '15 minutes';
 SELECT stream_ext.expire_sliding('sl_keyed') AS expired_again;
 BEGIN;
 SELECT * FROM check_sliding();
@@ -225,7 +225,7 @@ COMMIT;
 INSERT INTO sev (k, ts, v) VALUES ('old', now() - interval '1 day', 1);
 INSERT INTO sev_log (k, ts, v) VALUES ('old', now() - interval '1 day', 1);
 SELECT stream_ext.expire_sliding() > 0 AS expired_all;
-SELECT count(*) AS expired_buckets_left FROM sl_keyless_mrel WHERE window_bucket IS NULL OR window_bucket < now() - interval '12 minutes 30 seconds';
+SELECT count(*) AS expired_buckets_left FROM sl_keyless_mrel WHERE window_bucket IS NULL OR window_bucket < now() - interval '14 minutes';
 
 -- maintenance expires buckets itself, at most once per step in a backend:
 -- the first batch of a new session does
@@ -233,7 +233,7 @@ SELECT count(*) AS expired_buckets_left FROM sl_keyless_mrel WHERE window_bucket
 SET search_path = win, public;
 INSERT INTO sev (k, ts, v) VALUES ('old', now() - interval '3 hours', 1);
 INSERT INTO sev_log (k, ts, v) VALUES ('old', now() - interval '3 hours', 1);
-SELECT count(*) AS expired_buckets_left FROM sl_keyed_mrel WHERE window_bucket IS NULL OR window_bucket < now() - interval '11 minutes';
+SELECT count(*) AS expired_buckets_left FROM sl_keyed_mrel WHERE window_bucket IS NULL OR window_bucket < now() - interval '15 minutes';
 BEGIN;
 SELECT * FROM check_sliding();
 COMMIT;
