@@ -26,6 +26,10 @@ SHLIB_LINK  = -lrdkafka
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies: rebuild every object when a header
+# changes (a stale object with an old struct layout corrupts memory).
+$(OBJS): $(wildcard src/*.h)
+
 $(EXTENSION)--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@
 
