@@ -11,8 +11,9 @@
  * it starts one short-lived scanner per connectable database, one at a
  * time.  A scanner connects to its database, and if stream_ext is installed
  * there, starts the missing workers of every source whose state is
- * 'running'.  A worker claims its (database, source, worker) slot in
- * shared memory on start, so a duplicate exits at once.
+ * 'running' (and, through kafka_sink.c, the worker of every running
+ * sink).  A worker claims its (database, source, worker) slot in shared
+ * memory on start, so a duplicate exits at once.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +45,7 @@
 #include "utils/snapmgr.h"
 
 #include "kafka.h"
+#include "kafka_sink.h"
 #include "launcher.h"
 
 KafkaShared *kafka_shared = NULL;
@@ -385,5 +387,7 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 						wargs->worker, wargs->source_id)));
 		kafka_launch_worker(wargs, false);
 	}
+	/* and the worker of every running sink (kafka_sink.c) */
+	kafka_sink_launch_running(dboid);
 	proc_exit(0);
 }

@@ -12,6 +12,7 @@
 #include "miscadmin.h"
 
 #include "ddl.h"
+#include "kafka_sink.h"
 #include "launcher.h"
 #include "maintain.h"
 #include "stats.h"
@@ -34,6 +35,7 @@ _PG_init(void)
 	ddl_define_gucs();
 	maintain_init();
 	stats_init();
+	kafka_sink_init();
 	stream_ext_launcher_init();
 }
 

@@ -1,0 +1,96 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka_sink.h
+ *	  Kafka sinks: options, shared memory of the sink workers, and the entry
+ *	  points shared by kafka_sink.c (SQL functions, queue trigger, launch)
+ *	  and kafka_sink_worker.c (the producer background worker).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_KAFKA_SINK_H
+#define STREAM_EXT_KAFKA_SINK_H
+
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "storage/lwlock.h"
+#include "utils/jsonb.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include "kafka.h"
+
+#define SINK_FORMAT_JSON	0
+#define SINK_FORMAT_CSV		1
+#define SINK_FORMAT_TEXT	2
+
+/* a sink's options jsonb, parsed and validated (see docs/kafka.md) */
+typedef struct KafkaSinkOptions
+{
+	int			batch_size;
+	int			poll_interval_ms;
+	List	   *columns;		/* explicit payload columns (char *), or NIL */
+	List	   *kafka_keys;		/* librdkafka property names (char *) */
+	List	   *kafka_values;	/* parallel: values (char *) */
+} KafkaSinkOptions;
+
+typedef enum KafkaSinkState
+{
+	KSS_FREE = 0,
+	KSS_STARTING,
+	KSS_RUNNING,
+	KSS_RETRYING
+} KafkaSinkState;
+
+/* passed to a sink worker in bgw_extra */
+typedef struct KafkaSinkWorkerArgs
+{
+	Oid			dboid;
+	Oid			catalog_relid;	/* OID of stream_ext.kafka_sinks */
+	Oid			owner;
+	int32		sink_id;
+	TransactionId wait_xid;		/* start_sink's xact, or Invalid */
+} KafkaSinkWorkerArgs;
+
+typedef struct KafkaSinkSlot
+{
+	bool		in_use;
+	pid_t		pid;
+	Oid			dboid;
+	Oid			catalog_relid;
+	Oid			owner;
+	int32		sink_id;
+	KafkaSinkState state;
+	uint64		rows;			/* acknowledged and recorded since start */
+	uint64		batches;
+	uint64		errors;
+	TimestampTz started_at;
+	TimestampTz last_batch_time;
+	TimestampTz last_error_time;
+	char		last_error[KAFKA_ERRMSG_LEN];
+} KafkaSinkSlot;
+
+typedef struct KafkaSinkShared
+{
+	LWLock	   *lock;
+	int			nslots;
+	KafkaSinkSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} KafkaSinkShared;
+
+extern KafkaSinkShared *kafka_sink_shared;
+extern int	kafka_max_sinks;
+
+/* kafka_sink.c */
+extern void kafka_sink_init(void);
+extern void kafka_sink_parse_options(Jsonb *options, KafkaSinkOptions *opts);
+extern rd_kafka_conf_t *kafka_sink_build_conf(const char *brokers,
+											  const KafkaSinkOptions *opts);
+extern Oid	kafka_sink_catalog_relid(bool missing_ok);
+extern void kafka_sink_launch_running(Oid dboid);
+
+/* background worker entry point (kafka_sink_worker.c) */
+extern PGDLLEXPORT void stream_ext_kafka_sink_worker_main(Datum main_arg);
+
+#endif							/* STREAM_EXT_KAFKA_SINK_H */
