@@ -1,0 +1,268 @@
+# Kafka sinks end to end, against the embedded broker (test/broker), read
+# back with kcat: the topic holds exactly the committed rows (count,
+# content, keys, order per partition), nothing of a rolled-back transaction
+# or savepoint; a clean restart mid-way re-sends nothing and loses nothing;
+# a crash of the worker re-sends at most the rows not yet recorded; stop,
+# start and drop; csv and text formats; owner rights; errors.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use JSON::PP;
+
+# kcat -J lines are UTF-8 bytes; the payloads inside them are then characters
+my $J = JSON::PP->new;
+use File::Basename qw(dirname);
+use Cwd qw(abs_path);
+
+my $broker_bin = $ENV{STREAM_EXT_BROKER};
+if (!$broker_bin || !-x $broker_bin)
+{
+	$broker_bin = abs_path(dirname(__FILE__) . '/../broker/stream_ext_broker');
+}
+plan skip_all => "embedded broker not built (make -C test/broker)"
+  unless $broker_bin && -x $broker_bin;
+plan skip_all => "kcat not installed"
+  unless system('sh', '-c', 'command -v kcat >/dev/null') == 0;
+
+# ---- broker ---------------------------------------------------------------
+my ($bout, $berr) = ('', '');
+my $broker = IPC::Run::start(
+	[
+		$broker_bin, '--partitions', '3', '--topic', 'events_out',
+		'--partitions', '1', '--topic', 'csv_out', '--topic', 'text_out',
+		'--topic', 'alice_out', '--topic', 'views_out'
+	],
+	'>', \$bout, '2>', \$berr);
+my $deadline = time + 20;
+$broker->pump_nb while $bout !~ /bootstrap=(\S+)/ && time < $deadline;
+my ($bootstrap) = $bout =~ /bootstrap=(\S+)/;
+ok($bootstrap, "embedded broker serves at $bootstrap");
+
+END { $broker->kill_kill if $broker; }
+
+# every message of a topic, in partition and offset order
+sub consume
+{
+	my ($topic) = @_;
+	my ($o, $e);
+	IPC::Run::run([ 'kcat', '-C', '-b', $bootstrap, '-t', $topic, '-e', '-J', '-q' ],
+		'>', \$o, '2>', \$e)
+	  or die "kcat failed: $e";
+	my @m = map { decode_json($_) } grep { /\S/ } split /\n/, $o;
+	@m = sort { $a->{partition} <=> $b->{partition} || $a->{offset} <=> $b->{offset} } @m;
+	return \@m;
+}
+
+# ---- cluster --------------------------------------------------------------
+my $node = PostgreSQL::Test::Cluster->new('sink');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'stream_ext'
+max_worker_processes = 32
+stream_ext.kafka_launcher_naptime = 2
+restart_after_crash = on
+});
+$node->start;
+
+sub sql { $node->safe_psql('postgres', $_[0]) }
+
+sub wait_for
+{
+	my ($query, $expected, $what) = @_;
+	ok($node->poll_query_until('postgres', $query, $expected), $what)
+	  or diag(sql("SELECT * FROM stream_ext.sink_status"));
+}
+
+sql(q{
+CREATE EXTENSION stream_ext;
+CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS
+$$ BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$;
+SELECT stream_ext.create_stream('events', 'id int, user_id int, note text');
+});
+
+my $sink_done = q{SELECT queued_rows = 0 AND state = 'running' FROM stream_ext.sink_status WHERE sink = 'ev'};
+
+# ---- 1. exactly the committed rows ------------------------------------------
+sql(qq{SELECT stream_ext.create_kafka_sink('ev', 'events', '$bootstrap', 'events_out', 'json', 'user_id',
+       '{"batch_size": 40}')});
+# rows appended before start_sink are queued too
+sql(q{INSERT INTO events SELECT i, i % 7, 'n' || i FROM generate_series(1, 50) i});
+sql(q{SELECT stream_ext.start_sink('ev')});
+sql(q{INSERT INTO events SELECT i, i % 7, 'n' || i FROM generate_series(51, 120) i});
+sql(q{BEGIN; INSERT INTO events SELECT i, i % 7, 'rolled back' FROM generate_series(9001, 9050) i; ROLLBACK;});
+sql(q{BEGIN;
+      INSERT INTO events SELECT i, i % 7, 'n' || i FROM generate_series(121, 150) i;
+      SAVEPOINT s;
+      INSERT INTO events SELECT i, i % 7, 'rolled back' FROM generate_series(9101, 9120) i;
+      ROLLBACK TO s;
+      INSERT INTO events SELECT i, i % 7, 'n' || i FROM generate_series(151, 200) i;
+      COMMIT;});
+# one row at a time too, NULLs and characters JSON must escape
+sql(q{INSERT INTO events VALUES (201, NULL, NULL)});
+sql(q{INSERT INTO events VALUES (202, 3, E'quote " backslash \\\\ tab \\t é')});
+wait_for($sink_done, 't', 'sink delivered every queued row');
+
+# the expected messages, in seq order
+my @expected;
+push @expected, { id => $_, user_id => $_ % 7, note => "n$_" } for 1 .. 200;
+push @expected, { id => 201, user_id => undef, note => undef };
+push @expected, { id => 202, user_id => 3, note => "quote \" backslash \\ tab \t \x{e9}" };
+
+sub check_topic
+{
+	my ($msgs, $n, $what) = @_;
+	is(scalar(@$msgs), $n, "$what: topic holds $n messages");
+	my (%seen, %part_of_key, $bad_key, $bad_order, $dup);
+	my %last_in_part;
+	my %want = map { $_->{id} => $_ } @expected;
+	my $mismatch = 0;
+	for my $m (@$msgs)
+	{
+		my $row = $J->decode($m->{payload});
+		$dup++ if $seen{ $row->{id} }++;
+		my $w = $want{ $row->{id} };
+		if (!$w || join('|', sort keys %$row) ne 'id|note|user_id'
+			|| (defined $w->{note} ? ($row->{note} // "\0") ne $w->{note} : defined $row->{note})
+			|| (defined $w->{user_id} ? ($row->{user_id} // -1) != $w->{user_id} : defined $row->{user_id}))
+		{
+			$mismatch++;
+			diag("unexpected message: $m->{payload}") if $mismatch < 5;
+		}
+		my $key = $m->{key};
+		$bad_key++ if (defined $row->{user_id} ? ($key // '') ne "$row->{user_id}" : defined $key);
+		if (defined $key)
+		{
+			$part_of_key{$key} //= $m->{partition};
+			$bad_key++ if $part_of_key{$key} != $m->{partition};
+		}
+		$bad_order++ if defined $last_in_part{ $m->{partition} }
+		  && $last_in_part{ $m->{partition} } > $row->{id};
+		$last_in_part{ $m->{partition} } = $row->{id};
+	}
+	is($mismatch, 0, "$what: every message is one committed row, exactly (JSON of the row)");
+	is($dup // 0, 0, "$what: no row delivered twice");
+	is(scalar(keys %seen), $n, "$what: every committed row delivered");
+	is($bad_key // 0, 0, "$what: key is user_id, NULL for a NULL user_id; one partition per key");
+	is($bad_order // 0, 0, "$what: rows in insert order within each partition");
+}
+
+my $msgs = consume('events_out');
+check_topic($msgs, 202, 'first rows');
+ok(!(grep { $_->{payload} =~ /rolled back/ } @$msgs), 'nothing of a rolled-back transaction or savepoint');
+like($msgs->[0]{payload}, qr/^\{"id":\d+,"user_id":\d+,"note":"n\d+"\}$/,
+	'payload is row_to_json of the row without arrival_timestamp');
+is(sql(q{SELECT rows_delivered, delivered_seq > 0, batches >= 6, errors, last_error IS NULL
+           FROM stream_ext.sink_status WHERE sink = 'ev'}), '202|t|t|0|t',
+	'sink_status counts the delivered rows and batches');
+
+# ---- 2. clean restart mid-way ----------------------------------------------
+sql(q{INSERT INTO events SELECT i, i % 7, 'n' || i FROM generate_series(203, 1200) i});
+push @expected, { id => $_, user_id => $_ % 7, note => "n$_" } for 203 .. 1200;
+note('queued at restart: ' . sql(q{SELECT queued_rows FROM stream_ext.sink_status}));
+$node->restart(mode => 'fast');
+wait_for($sink_done, 't', 'after a restart the launcher resumes the sink');
+check_topic(consume('events_out'), 1200, 'after a clean restart');
+is(sql(q{SELECT rows_delivered FROM stream_ext.kafka_sinks WHERE name = 'ev'}), '1200',
+	'rows_delivered survives the restart');
+
+# ---- 3. crash of the worker mid-delivery -------------------------------------
+sql(q{INSERT INTO events SELECT i, i % 7, 'n' || i FROM generate_series(1201, 3200) i});
+push @expected, { id => $_, user_id => $_ % 7, note => "n$_" } for 1201 .. 3200;
+$node->poll_query_until('postgres',
+	q{SELECT rows_delivered > 1300 FROM stream_ext.kafka_sinks WHERE name = 'ev'});
+my $pid = sql(q{SELECT pid FROM stream_ext.sink_status WHERE sink = 'ev'});
+my $at_crash = sql(q{SELECT rows_delivered FROM stream_ext.kafka_sinks WHERE name = 'ev'});
+kill 'KILL', $pid;
+note("recorded at crash: $at_crash of 3200");
+$node->poll_query_until('postgres', 'SELECT 1', '1');
+wait_for($sink_done, 't', 'after a crash the launcher restarts the sink');
+$msgs = consume('events_out');
+my %count;
+$count{ $J->decode($_->{payload})->{id} }++ for @$msgs;
+is(scalar(grep { !$count{$_} } 1 .. 3200), 0, 'after a crash no row is lost');
+is(scalar(grep { $count{$_} > 1 } 1 .. 1200), 0, 'rows recorded before the crash are not re-sent');
+my @dups = grep { $count{$_} > 1 } 1 .. 3200;
+note('re-sent after the crash (acknowledged, not recorded): ' . scalar(@dups));
+ok(scalar(@dups) <= 40 * 2, 're-sent at most the rows of the batch in flight');
+is(sql(q{SELECT rows_delivered FROM stream_ext.kafka_sinks WHERE name = 'ev'}), '3200',
+	'rows_delivered counts every row once');
+
+# ---- 4. stop, start, drop ----------------------------------------------------
+sql(q{SELECT stream_ext.stop_sink('ev')});
+wait_for(q{SELECT count(*) FROM stream_ext.kafka_sink_worker_stats()}, '0', 'stop_sink: the worker exits');
+sql(q{INSERT INTO events SELECT i, i % 7, 'n' || i FROM generate_series(3201, 3210) i});
+is(sql(q{SELECT state, queued_rows FROM stream_ext.sink_status WHERE sink = 'ev'}), 'stopped|10',
+	'a stopped sink keeps queuing');
+sql(q{SELECT stream_ext.start_sink('ev')});
+wait_for($sink_done, 't', 'start_sink delivers what was queued');
+is(scalar(@{ consume('events_out') }), scalar(@$msgs) + 10, 'the ten rows queued while stopped, once');
+sql(q{SELECT stream_ext.drop_sink('ev')});
+is(sql(q{SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'stream_ext_sink_%'}), '0',
+	'drop_sink drops the queue trigger');
+sql(q{INSERT INTO events VALUES (9999, 1, 'after drop')});
+is(sql(q{SELECT count(*) FROM stream_ext.sink_queue}), '0', 'after drop_sink nothing is queued');
+wait_for(q{SELECT count(*) FROM stream_ext.kafka_sink_worker_stats()}, '0', 'the worker of a dropped sink exits');
+
+# ---- 5. csv and text ----------------------------------------------------------
+sql(q{SELECT stream_ext.create_stream('lines', 'k text, a text, b numeric, t timestamptz')});
+sql(qq{SELECT stream_ext.create_kafka_sink('csv', 'lines', '$bootstrap', 'csv_out', 'csv', 'k')});
+sql(qq{SELECT stream_ext.create_kafka_sink('txt', 'lines', '$bootstrap', 'text_out', 'text', NULL,
+       '{"columns": ["a"]}')});
+sql(q{SELECT stream_ext.start_sink('csv'); SELECT stream_ext.start_sink('txt');});
+sql(q{SET TimeZone = 'Europe/Paris';
+      INSERT INTO lines VALUES ('k1', 'plain', 1.5, '2026-01-02 03:04:05+00'),
+        ('k2', 'with,comma', NULL, NULL), (NULL, 'say "hi"', 2, NULL),
+        ('k4', E'two\nlines', 3, NULL), ('k5', '', 4, NULL), ('k6', NULL, 5, NULL)});
+wait_for(q{SELECT bool_and(queued_rows = 0 AND rows_delivered = 6) FROM stream_ext.sink_status}, 't',
+	'csv and text sinks delivered');
+my $csv = consume('csv_out');
+is_deeply([ map { $_->{payload} } @$csv ],
+	[ 'k1,plain,1.5,2026-01-02 03:04:05+00', 'k2,"with,comma",,', ',"say ""hi""",2,', qq{k4,"two\nlines",3,}, 'k5,"",4,', 'k6,,5,' ],
+	'csv: one RFC 4180 line per row, NULL empty, timestamps in UTC');
+is_deeply([ map { $_->{key} } @$csv ], [ 'k1', 'k2', undef, 'k4', 'k5', 'k6' ], 'csv: keys');
+is_deeply([ map { $_->{payload} } @{ consume('text_out') } ],
+	[ 'plain', 'with,comma', 'say "hi"', "two\nlines", '', undef ],
+	'text: the column as text, NULL a tombstone');
+
+# ---- 6. owner rights and errors -------------------------------------------------
+sql(q{CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; GRANT SELECT ON events TO alice;});
+$node->safe_psql('postgres', qq{SELECT stream_ext.create_kafka_sink('alice_sink', 'events', '$bootstrap', 'alice_out', 'json', 'id');
+                               SELECT stream_ext.start_sink('alice_sink')}, extra_params => [ '-U', 'alice' ]);
+sql(q{INSERT INTO events VALUES (5001, 1, 'for alice')});
+wait_for(q{SELECT rows_delivered FROM stream_ext.sink_status WHERE sink = 'alice_sink'}, '1',
+	'a sink owned by a plain role with SELECT delivers');
+is(consume('alice_out')->[0]{payload}, '{"id":5001,"user_id":1,"note":"for alice"}', 'its message');
+is(sql(q{SELECT usename FROM pg_stat_activity WHERE application_name = 'stream_ext sink alice_sink'}), 'alice',
+	'the sink worker runs as the sink owner');
+is($node->safe_psql('postgres', q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('b', 'events', 'x:1', 't')$$)},
+	extra_params => [ '-U', 'bob' ]), '42501', 'creating a sink needs SELECT on the stream');
+is($node->safe_psql('postgres', q{SELECT sqlstate_of($$SELECT stream_ext.stop_sink('alice_sink')$$)},
+	extra_params => [ '-U', 'bob' ]), '42501', 'only the owner stops a sink');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM stream_ext.sink_status}, extra_params => [ '-U', 'bob' ]),
+	'0', 'sink_status shows a role only its own sinks');
+sql(q{REVOKE SELECT ON events FROM alice});
+is(sql(q{SELECT sqlstate_of($$INSERT INTO events VALUES (5002, 1, 'x')$$)}), '42501',
+	'the stream refuses rows its sink owner may no longer read');
+sql(q{SELECT stream_ext.drop_sink('alice_sink')});
+
+is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('x', 'events', 'h:1', 't', 'avro')$$)}), '22023',
+	'unknown format');
+is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('x', 'events', 'h:1', 't', 'text')$$)}), '22023',
+	'text needs exactly one column');
+is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('x', 'events', 'h:1', 't', 'json', 'nope')$$)}), '42703',
+	'unknown key column');
+is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('x', 'events', 'h:1', 't', 'json', NULL, '{"enable.idempotence": false}')$$)}),
+	'22023', 'enable.idempotence is managed');
+is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('x', 'events', 'h:1', 't', 'json', NULL, '{"bogus": 1}')$$)}),
+	'22023', 'unknown option');
+is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('csv', 'events', 'h:1', 't')$$)}), '42710',
+	'duplicate name');
+is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.start_sink('nope')$$)}), '42704', 'unknown sink');
+
+$node->stop;
+done_testing();
