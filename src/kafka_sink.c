@@ -196,7 +196,7 @@ kafka_sink_parse_options(Jsonb *options, KafkaSinkOptions *opts)
 	char	   *key = NULL;
 
 	memset(opts, 0, sizeof(*opts));
-	opts->batch_size = 1000;
+	opts->batch_size = 10000;
 	opts->poll_interval_ms = 100;
 	if (options == NULL)
 		return;

@@ -380,8 +380,8 @@ setup_producer(void)
 static int
 fetch_batch(void)
 {
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
+	Oid			argtypes[2] = {INT4OID, INT4OID};
+	Datum		args[2];
 	MemoryContext old;
 	uint64		i;
 
@@ -398,9 +398,10 @@ fetch_batch(void)
 		return -1;
 	}
 	args[0] = Int32GetDatum(S.args.sink_id);
+	args[1] = Int32GetDatum(S.opts.batch_size);
 	catalog_exec("SELECT seq, key, payload FROM stream_ext.sink_queue "
-				 "WHERE sink = $1 ORDER BY seq",
-				 1, argtypes, args, true, S.opts.batch_size, SPI_OK_SELECT);
+				 "WHERE sink = $1 ORDER BY seq LIMIT $2",
+				 2, argtypes, args, true, 0, SPI_OK_SELECT);
 
 	old = MemoryContextSwitchTo(S.batch_cxt);
 	S.seq = palloc(sizeof(int64) * Max(SPI_processed, 1));

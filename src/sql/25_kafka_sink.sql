@@ -36,7 +36,8 @@ CREATE TABLE stream_ext.sink_queue (
     payload     text,
     enqueued_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (sink, seq)
-);
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000,
+        autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000);
 
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.kafka_sinks', '');
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.kafka_sinks_id_seq', '');
