@@ -241,13 +241,17 @@ sql(q{SELECT stream_ext.create_stream('lines', 'k text, a text, b numeric, t tim
 sql(qq{SELECT stream_ext.create_kafka_sink('csv', 'lines', '$bootstrap', 'csv_out', 'csv', 'k')});
 sql(qq{SELECT stream_ext.create_kafka_sink('txt', 'lines', '$bootstrap', 'text_out', 'text', NULL,
        '{"columns": ["a"]}')});
-sql(q{SELECT stream_ext.start_sink('csv'); SELECT stream_ext.start_sink('txt');});
+sql(qq{SELECT stream_ext.create_kafka_sink('lj', 'lines', '$bootstrap', 'views_out', 'json', NULL,
+       '{"columns": ["t", "k"]}')});
+sql(q{SELECT stream_ext.start_sink('csv'); SELECT stream_ext.start_sink('txt'); SELECT stream_ext.start_sink('lj');});
 sql(q{SET TimeZone = 'Europe/Paris';
       INSERT INTO lines VALUES ('k1', 'plain', 1.5, '2026-01-02 03:04:05+00'),
         ('k2', 'with,comma', NULL, NULL), (NULL, 'say "hi"', 2, NULL),
         ('k4', E'two\nlines', 3, NULL), ('k5', '', 4, NULL), ('k6', NULL, 5, NULL)});
 wait_for(q{SELECT bool_and(queued_rows = 0 AND rows_delivered = 6) FROM stream_ext.sink_status}, 't',
-	'csv and text sinks delivered');
+	'csv, text and json sinks delivered');
+is(consume('views_out')->[0]{payload}, '{"t":"2026-01-02T03:04:05+00:00","k":"k1"}',
+	'json: the columns of option "columns" in their order, timestamps in UTC');
 my $csv = consume('csv_out');
 is_deeply([ map { $_->{payload} } @$csv ],
 	[ 'k1,plain,1.5,2026-01-02 03:04:05+00', 'k2,"with,comma",,', ',"say ""hi""",2,', qq{k4,"two\nlines",3,}, 'k5,"",4,', 'k6,,5,' ],
