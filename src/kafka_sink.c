@@ -64,6 +64,7 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_sink_worker_stats);
 
 #define SINK_ROWS_ENR		"stream_ext_sink_rows"
 #define SINK_NEW_TABLE		"stream_ext_sink_new"
+#define SINK_FETCH_ROWS		1000	/* trigger's cursor fetch size */
 #define ARRIVAL_COLUMN		"arrival_timestamp"
 
 #define SINK_OPTION_KEYS_HINT \
@@ -955,9 +956,11 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec;
 	int			nestlevel;
-	int			ret;
 	Tuplestorestate *ts;
 	EphemeralNamedRelation enr;
+	SPIPlanPtr	plan;
+	Portal		portal;
+	TupleDesc	rowdesc = NULL;
 	uint64		i;
 	uint64		nrows;
 
@@ -1008,8 +1011,13 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "SPI_register_trigger_data failed");
 
-	/* key and payload of every row: one SELECT, as the owner, restricted */
+	/*
+	 * Key and payload of every row: one SELECT, as the owner, restricted.
+	 * It is read through a cursor into a tuplestore, which spills to disk
+	 * beyond work_mem, so a large COPY does not hold its rows in memory.
+	 */
 	sql = build_payload_sql(format, key_column, cols, trigdata->tg_trigger->tgnewtable);
+	ts = tuplestore_begin_heap(false, false, work_mem);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
@@ -1019,25 +1027,42 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	pin_setting("DateStyle", "ISO, YMD");
 	pin_setting("IntervalStyle", "postgres");
 	pin_setting("extra_float_digits", "1");
-	ret = SPI_execute(sql, true, 0);
+	plan = SPI_prepare(sql, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	nrows = 0;
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, SINK_FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		if (rowdesc == NULL)
+			rowdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+		for (i = 0; i < SPI_processed; i++)
+			tuplestore_puttuple(ts, SPI_tuptable->vals[i]);
+		nrows += SPI_processed;
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_freeplan(plan);
 	AtEOXact_GUC(true, nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+	if (nrows == 0)
+	{
+		tuplestore_end(ts);
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
 
 	/* ... appended to the queue with one INSERT, as the catalog owner */
-	nrows = SPI_processed;
-	ts = tuplestore_begin_heap(false, false, work_mem);
-	for (i = 0; i < nrows; i++)
-		tuplestore_puttuple(ts, SPI_tuptable->vals[i]);
 	enr = palloc0(sizeof(EphemeralNamedRelationData));
 	enr->md.name = SINK_ROWS_ENR;
 	enr->md.reliddesc = InvalidOid;
-	enr->md.tupdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	enr->md.tupdesc = rowdesc;
 	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
 	enr->md.enrtuples = nrows;
 	enr->reldata = ts;
-	SPI_freetuptable(SPI_tuptable);
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "SPI_register_relation failed");
 	sink_catalog_exec("INSERT INTO stream_ext.sink_queue (sink, key, payload) "
