@@ -5,7 +5,7 @@
 # a crash of the worker re-sends at most the rows not yet recorded; stop,
 # start and drop; the acknowledged-but-unrecorded window made deterministic
 # with a lock (exactly those rows are sent again); csv and text formats; an
-# unreachable broker; owner rights; errors.
+# unreachable broker; a Kafka source feeding a sink; owner rights; errors.
 use strict;
 use warnings;
 
@@ -36,7 +36,8 @@ my $broker = IPC::Run::start(
 	[
 		$broker_bin, '--partitions', '3', '--topic', 'events_out',
 		'--partitions', '1', '--topic', 'csv_out', '--topic', 'text_out',
-		'--topic', 'alice_out', '--topic', 'views_out'
+		'--topic', 'alice_out', '--topic', 'views_out', '--topic', 'chain_in',
+		'--topic', 'chain_out'
 	],
 	'>', \$bout, '2>', \$berr);
 my $deadline = time + 20;
@@ -274,6 +275,27 @@ wait_for(q{SELECT state = 'retrying' AND errors > 0 AND last_error IS NOT NULL
 sql(q{SELECT stream_ext.drop_sink('down')});
 wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'stream_ext sink down'}, '0',
 	'a retrying sink worker exits when its sink is dropped');
+
+# ---- 5c. chained: Kafka source -> stream -> Kafka sink -------------------------
+# The source worker's batch INSERT fires the sink's trigger: what comes out
+# of chain_out is what went into chain_in, once, in order.
+sql(q{SELECT stream_ext.create_stream('chain', 'id int, name text')});
+sql(qq{SELECT stream_ext.create_kafka_source('cin', 'chain', '$bootstrap', 'chain_in', 'json', '{"batch_size": 30}')});
+sql(qq{SELECT stream_ext.create_kafka_sink('cout', 'chain', '$bootstrap', 'chain_out', 'json', 'name')});
+sql(q{SELECT stream_ext.start_sink('cout'); SELECT stream_ext.start_source('cin');});
+my @in = map { qq({"id":$_,"name":"x$_"}) } 1 .. 100;
+{
+	my $input = join('', map { "$_\n" } @in);
+	my ($o, $e);
+	IPC::Run::run([ 'kcat', '-P', '-b', $bootstrap, '-t', 'chain_in' ], '<', \$input, '>', \$o, '2>', \$e)
+	  or die "kcat -P failed: $e";
+}
+wait_for(q{SELECT rows_delivered FROM stream_ext.sink_status WHERE sink = 'cout'}, '100',
+	'chained: the sink delivers what the source loaded');
+my $out = consume('chain_out');
+is_deeply([ map { $_->{payload} } @$out ], \@in, 'chained: chain_out holds chain_in, once, in order');
+is_deeply([ map { $_->{key} } @$out ], [ map { "x$_" } 1 .. 100 ], 'chained: keys');
+sql(q{SELECT stream_ext.drop_source('cin'); SELECT stream_ext.drop_sink('cout');});
 
 # ---- 6. owner rights and errors -------------------------------------------------
 sql(q{CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; GRANT SELECT ON events TO alice;});
