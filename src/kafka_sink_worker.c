@@ -710,7 +710,8 @@ stream_ext_kafka_sink_worker_main(Datum main_arg)
 		}
 		PG_END_TRY();
 
-		if (!keep_going)
+		/* stopped, but started again while we flushed? then carry on */
+		if (!keep_going && (ShutdownRequestPending || !sink_is_running_xact()))
 			break;
 		if (S.rk == NULL && !ShutdownRequestPending)
 			backoff_sleep();
