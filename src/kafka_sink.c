@@ -982,7 +982,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 
 	args[0] = Int32GetDatum(sink_id);
-	sink_catalog_exec("SELECT owner::oid, format, key_column, options "
+	sink_catalog_exec("SELECT owner::oid, format, key_column, options, name "
 					  "FROM stream_ext.kafka_sinks WHERE id = $1",
 					  1, argtypes, args, NULL, true, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1003,8 +1003,8 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	if (pg_class_aclcheck(RelationGetRelid(trigdata->tg_relation), owner, ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("owner of Kafka sink %d has no SELECT privilege on \"%s\"",
-						sink_id, RelationGetRelationName(trigdata->tg_relation)),
+				 errmsg("owner of Kafka sink \"%s\" has no SELECT privilege on \"%s\"",
+						SPI_getvalue(tup, desc, 5), RelationGetRelationName(trigdata->tg_relation)),
 				 errdetail("Every row appended to the stream is queued for the sink as its owner."),
 				 errhint("Grant SELECT back, or drop the sink with stream_ext.drop_sink().")));
 
