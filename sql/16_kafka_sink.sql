@@ -90,6 +90,25 @@ SELECT stream_ext.stop_sink('sk_owned');
 SELECT stream_ext.drop_sink('sk_owned');
 SELECT stream_ext.start_sink('sk_owned');
 RESET ROLE;
+-- payloads are computed as the sink's owner, not as the inserting
+-- superuser: a cast to json of the owner's type sees current_user
+CREATE TYPE sink_mood AS ENUM ('happy');
+CREATE FUNCTION sink_mood_json(sink_mood) RETURNS json LANGUAGE sql
+    AS $$ SELECT pg_catalog.json_build_object('as', current_user) $$;
+CREATE CAST (sink_mood AS json) WITH FUNCTION sink_mood_json(sink_mood);
+SELECT stream_ext.create_stream('skm', 'm sink_mood');
+GRANT SELECT ON skm TO sink_owner;
+SET ROLE sink_owner;
+SELECT stream_ext.create_kafka_sink('sk_mood', 'skm', 'localhost:9', 'out');
+RESET ROLE;
+INSERT INTO skm VALUES ('happy');
+SELECT q.payload FROM stream_ext.sink_queue q JOIN stream_ext.kafka_sinks s ON s.id = q.sink
+ WHERE s.name = 'sk_mood';
+SELECT stream_ext.drop_sink('sk_mood');
+DROP TABLE skm;
+DROP CAST (sink_mood AS json);
+DROP FUNCTION sink_mood_json(sink_mood);
+DROP TYPE sink_mood;
 -- a role that cannot log in cannot run a sink worker
 ALTER ROLE sink_owner NOLOGIN;
 SELECT stream_ext.start_sink('sk_owned');
