@@ -619,10 +619,14 @@ sink_iteration(void)
 				 errdetail("%d of %d rows were not acknowledged; they stay queued and are produced again.",
 						   S.nfailed, S.n)));
 	if (S.pending > 0)
+	{
 		ereport(LOG,
-				(errmsg("stream_ext: Kafka sink \"%s\" exits with %d rows not yet acknowledged",
+				(errmsg("stream_ext: Kafka sink \"%s\" stops with %d rows not yet acknowledged",
 						S.name, S.pending),
 				 errdetail("They stay queued and are produced again when the sink next runs.")));
+		/* never let this producer deliver them behind the next batch */
+		teardown_producer();
+	}
 	else
 	{
 		set_state(KSS_RUNNING);
