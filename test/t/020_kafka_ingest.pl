@@ -195,7 +195,11 @@ $msgs = messages(20000);
 my $pid = sql(q{SELECT pid FROM stream_ext.kafka_worker_stats() LIMIT 1});
 produce_clicks($msgs, 1);
 $produced += 20000;
+my $log_offset = -s $node->logfile;
 kill 'KILL', $pid;
+# the postmaster resets every backend after a worker's crash: wait for that,
+# or a query may connect just before the reset and be cut off
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 note('stored at crash: about ' . $node->safe_psql('postgres', total_stored('clicks_src')) . " of $produced")
   if $node->poll_query_until('postgres', 'SELECT 1', '1');
 add_to_oracle($msgs);
