@@ -548,6 +548,8 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 	appendStringInfo(&buf, " FROM %s s", source);
 	if (where)
 		appendStringInfo(&buf, " WHERE %s", deparse_expression(where, ctx, true, false));
+	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
+		appendStringInfo(&buf, " %s %s", where ? "AND" : "WHERE", plan->extra_batch_qual);
 	if (plan->keyless)
 		appendStringInfoString(&buf, " GROUP BY ()");	/* always one row */
 	append_positions(&buf, "GROUP BY", list_length(plan->keys));
@@ -599,6 +601,8 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 					 plan->keyless ? "" : ", ", arg, source, arg);
 	if (where)
 		appendStringInfo(&buf, " AND (%s)", deparse_expression(where, ctx, true, false));
+	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
+		appendStringInfo(&buf, " AND %s", plan->extra_batch_qual);
 	if (agg->aggref->aggfilter)
 		appendStringInfo(&buf, " AND (%s)",
 						 deparse_expression((Node *) agg->aggref->aggfilter, ctx, true, false));

@@ -45,6 +45,8 @@ typedef struct CVPlan
 	List	   *aggs;			/* CVAgg */
 	bool		keyless;		/* no GROUP BY: a single row */
 	List	   *colnames;		/* user-facing column names (String) */
+	const char *extra_batch_qual;	/* ANDed to the batch's WHERE (SQL
+									 * over alias s), e.g. late rows */
 	const char *extra_outer_columns;	/* appended to the view's select
 										 * list, e.g. session bounds */
 	struct CVWindow *window;	/* time window (windows.h), or NULL */

@@ -46,6 +46,7 @@
 #include "analyze.h"
 #include "catalog.h"
 #include "ddl.h"
+#include "lateness.h"
 #include "maintain.h"
 #include "sessions.h"
 #include "stream_ext.h"
@@ -232,6 +233,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 					   int stmt_location, int stmt_len)
 {
 	SessionSpec session;
+	LatenessSpec lateness;
 	List	   *window_opts;
 	RawStmt    *raw;
 	Query	   *query;
@@ -278,6 +280,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
 	cvopts = sessions_take_options(cvopts, &session);
 	cvopts = window_take_options(cvopts, &window_opts);
+	cvopts = lateness_take_options(cvopts, &lateness);
 	reject_unknown_options(cvopts);
 
 	/* analyze the query as the user wrote it, with the user's search_path */
@@ -315,6 +318,10 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 
 	SPI_connect();
+
+	/* generates SQL: after search_path is pinned */
+	if (lateness.enabled)
+		lateness_validate(&lateness, &plan);
 
 	mq = quote_qualified_identifier(nspname, matrelname);
 	sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan.streamid)),
@@ -415,6 +422,8 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 			 cv_maintain_sql(&plan, mq, sq));
 	foreach(lc, backfill_sql)
 		backfill((char *) lfirst(lc));
+	if (lateness.enabled)
+		lateness_record(viewid, &lateness, &plan, sq);
 
 	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));

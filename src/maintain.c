@@ -43,6 +43,7 @@
 #include "utils/varlena.h"
 
 #include "catalog.h"
+#include "lateness.h"
 #include "maintain.h"
 #include "stats.h"
 #include "windows.h"
@@ -177,6 +178,7 @@ typedef struct MaintEntry
 	List	   *distinct_plans;
 	AttrNumber	arrival_attnum; /* stream's arrival_timestamp, for stats */
 	TimestampTz next_expiry;	/* sliding windows: see windows.c */
+	LatenessInfo *lateness;		/* allowed_lateness: see lateness.c */
 	MemoryContext cxt;
 } MaintEntry;
 
@@ -241,6 +243,7 @@ get_entry(Trigger *trigger)
 		entry->maintain_plan = NULL;
 		entry->distinct_plans = NIL;
 		entry->next_expiry = 0;
+		entry->lateness = NULL;
 		entry->cxt = NULL;
 	}
 	if (entry->valid)
@@ -264,6 +267,7 @@ get_entry(Trigger *trigger)
 	if (entry->arrival_attnum != InvalidAttrNumber &&
 		get_atttype(entry->cat.streamid, entry->arrival_attnum) != TIMESTAMPTZOID)
 		entry->arrival_attnum = InvalidAttrNumber;
+	entry->lateness = lateness_lookup(entry->cat.viewid, entry->cxt);
 	entry->valid = true;
 	return entry;
 }
@@ -273,15 +277,17 @@ prepare_plans(MaintEntry *entry)
 {
 	ListCell   *lc;
 	MemoryContext old;
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	int			nargs = entry->lateness ? 1 : 0;	/* $1: the watermark */
 
-	entry->maintain_plan = SPI_prepare(entry->cat.maintain_sql, 0, NULL);
+	entry->maintain_plan = SPI_prepare(entry->cat.maintain_sql, nargs, argtypes);
 	if (entry->maintain_plan == NULL)
 		elog(ERROR, "stream_ext: could not prepare maintenance: %s",
 			 SPI_result_code_string(SPI_result));
 	SPI_keepplan(entry->maintain_plan);
 	foreach(lc, entry->cat.distinct_sql)
 	{
-		SPIPlanPtr	plan = SPI_prepare((char *) lfirst(lc), 0, NULL);
+		SPIPlanPtr	plan = SPI_prepare((char *) lfirst(lc), nargs, argtypes);
 
 		if (plan == NULL)
 			elog(ERROR, "stream_ext: could not prepare maintenance: %s",
@@ -318,6 +324,10 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	int			rc;
 	uint64		groups;
+	Datum		params[1] = {0};
+	char		nulls[1] = {' '};
+	TimestampTz wm = 0;
+	bool		wm_isnull = true;
 	instr_time	start;
 	instr_time	elapsed;
 
@@ -356,16 +366,24 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	stream_ext_maintenance_depth++;
 	PG_TRY();
 	{
-		rc = SPI_execute_plan(entry->maintain_plan, NULL, NULL, false, 0);
+		if (entry->lateness)
+		{
+			wm = lateness_begin_batch(entry->lateness, &wm_isnull);
+			params[0] = TimestampTzGetDatum(wm);
+			nulls[0] = wm_isnull ? 'n' : ' ';
+		}
+		rc = SPI_execute_plan(entry->maintain_plan, params, nulls, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
 		groups = SPI_processed;
 		foreach(lc, entry->distinct_plans)
 		{
-			rc = SPI_execute_plan(lfirst(lc), NULL, NULL, false, 0);
+			rc = SPI_execute_plan(lfirst(lc), params, nulls, false, 0);
 			if (rc != SPI_OK_INSERT)
 				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
 		}
+		if (entry->lateness)
+			lateness_end_batch(entry->lateness, wm, wm_isnull);
 		window_expire_opportunistic(&entry->cat, &entry->next_expiry);
 	}
 	PG_FINALLY();
