@@ -133,3 +133,62 @@ SELECT count(*) AS all_gone FROM stream_ext.lateness;
 DROP FUNCTION late_batch(int, late_copy[]);
 DROP FUNCTION late_check();
 DROP TABLE late_copy, late_wm;
+
+-- emit = 'on_close': each window's final row, once, into an output stream
+SELECT stream_ext.create_stream('emit_ev', 'k int, ts timestamptz, v int');
+SELECT stream_ext.create_stream('emit_out', 'k int, win timestamptz, n bigint, s bigint, note text');
+INSERT INTO emit_ev VALUES (9, '2026-02-01 00:00+00', 1), (9, '2026-02-01 00:20+00', 1);  -- before the view
+CREATE VIEW emit_5min WITH (continuous, emit = 'on_close', output_stream = 'emit_out',
+                            allowed_lateness = '1 minute') AS
+  SELECT k, stream_ext.tumble(ts, '5 minutes') AS win, count(*) AS n, sum(v) AS s
+    FROM emit_ev GROUP BY 1, 2 HAVING sum(v) > 0;
+-- chained: a continuous view over the final rows
+CREATE VIEW emit_totals WITH (continuous) AS
+  SELECT k, count(*) AS windows, sum(n) AS rows FROM emit_out GROUP BY k;
+-- the window the backfilled rows closed is emitted at creation
+SELECT k, win, n, s FROM emit_out ORDER BY win, k;
+INSERT INTO emit_ev VALUES (1, '2026-02-01 00:21+00', 1), (2, '2026-02-01 00:22+00', -5);
+INSERT INTO emit_ev VALUES (1, '2026-02-01 00:26:30+00', 1), (1, '2026-02-01 00:24+00', 10);
+BEGIN;   -- rolled back: emits nothing, closes nothing
+INSERT INTO emit_ev VALUES (1, '2026-02-01 03:00+00', 1);
+ROLLBACK;
+SELECT k, win, n, s FROM emit_out ORDER BY win, k;
+INSERT INTO emit_ev VALUES (1, '2026-02-01 00:23+00', 100);   -- its window has closed: late
+SELECT stream_ext.advance_watermark('emit_5min', '2026-02-01 00:40+00');  -- an idle stream's clock
+SELECT k, win, n, s FROM emit_out ORDER BY win, k;
+-- every closed window exactly once, equal to its final result; open ones not yet
+SELECT count(*) AS differing FROM (
+  (SELECT k, win, n, s FROM emit_out
+   EXCEPT ALL SELECT k, win, n, s FROM emit_5min, stream_ext.lateness l
+               WHERE l.view = 'emit_5min'::regclass AND win + interval '5 minutes' <= l.watermark)
+  UNION ALL
+  (SELECT k, win, n, s FROM emit_5min, stream_ext.lateness l
+    WHERE l.view = 'emit_5min'::regclass AND win + interval '5 minutes' <= l.watermark
+   EXCEPT ALL SELECT k, win, n, s FROM emit_out)) d;
+SELECT * FROM emit_totals ORDER BY k;
+SELECT count(*) AS late FROM stream_ext.late_rows WHERE view = 'emit_5min'::regclass;
+SELECT stream_ext.advance_watermark('emit_5min', '2026-01-01');   -- never moves back
+
+-- bad input
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close') AS
+  SELECT k, stream_ext.tumble(ts, '5 minutes') AS win, count(*) FROM emit_ev GROUP BY 1, 2;
+CREATE VIEW emit_bad WITH (continuous, emit = 'sometimes', output_stream = 'emit_out') AS
+  SELECT k, stream_ext.tumble(ts, '5 minutes') AS win, count(*) FROM emit_ev GROUP BY 1, 2;
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close', output_stream = 'late_copy_nope') AS
+  SELECT k, stream_ext.tumble(ts, '5 minutes') AS win, count(*) AS n FROM emit_ev GROUP BY 1, 2;
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close', output_stream = 'emit_ev') AS
+  SELECT k, stream_ext.tumble(ts, '5 minutes') AS win, count(*) AS n FROM emit_ev GROUP BY 1, 2;
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close', output_stream = 'emit_out') AS
+  SELECT k, stream_ext.tumble(ts, '5 minutes') AS win, count(*) AS total FROM emit_ev GROUP BY 1, 2;
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close', output_stream = 'emit_out') AS
+  SELECT k::text AS k, stream_ext.tumble(ts, '5 minutes') AS win FROM emit_ev GROUP BY 1, 2;
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close', output_stream = 'emit_out') AS
+  SELECT k, count(*) AS n FROM emit_ev GROUP BY stream_ext.tumble(ts, '5 minutes'), k;
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close', output_stream = 'emit_out') AS
+  SELECT k, count(*) AS n FROM emit_ev GROUP BY k;
+SELECT stream_ext.create_stream('emit_strict', 'k int NOT NULL, win timestamptz, must text NOT NULL');
+CREATE VIEW emit_bad WITH (continuous, emit = 'on_close', output_stream = 'emit_strict') AS
+  SELECT k, stream_ext.tumble(ts, '5 minutes') AS win FROM emit_ev GROUP BY 1, 2;
+SELECT stream_ext.advance_watermark('emit_totals', now());
+SELECT count(*) AS leftovers FROM pg_class WHERE relname LIKE 'emit_bad%';
+DROP TABLE emit_ev, emit_out, emit_strict CASCADE;

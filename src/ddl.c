@@ -321,7 +321,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 
 	/* generates SQL: after search_path is pinned */
 	if (lateness.enabled)
-		lateness_validate(&lateness, &plan);
+		lateness_validate(&lateness, &plan, query, plan.streamid);
 
 	mq = quote_qualified_identifier(nspname, matrelname);
 	sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan.streamid)),
@@ -423,7 +423,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	foreach(lc, backfill_sql)
 		backfill((char *) lfirst(lc));
 	if (lateness.enabled)
-		lateness_record(viewid, &lateness, &plan, sq);
+		lateness_record(viewid, &lateness, &plan, sq, vq);
 
 	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));

@@ -28,21 +28,30 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
-#include "nodes/nodeFuncs.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_coerce.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "lateness.h"
 #include "windows.h"
+
+static void emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull);
 
 static Interval *
 parse_lateness(const char *text)
@@ -82,8 +91,45 @@ lateness_take_options(List *options, LatenessSpec *spec)
 			spec->text = defGetString(def);
 			spec->lateness = parse_lateness(spec->text);
 		}
+		else if (strcmp(def->defname, "emit") == 0)
+		{
+			char	   *emit = defGetString(def);
+
+			if (strcmp(emit, "on_close") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for continuous view option \"emit\": \"%s\"", emit),
+						 errhint("The only value is 'on_close'.")));
+			spec->emit_on_close = true;
+		}
+		else if (strcmp(def->defname, "output_stream") == 0 && spec->output_stream == NULL)
+			spec->output_stream = defGetString(def);
 		else
 			rest = lappend(rest, def);
+	}
+	if (spec->emit_on_close && spec->output_stream == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("emit = 'on_close' needs option \"output_stream\""),
+				 errhint("Name the stream that receives each window's final row.")));
+	if (spec->output_stream != NULL && !spec->emit_on_close)
+	{
+		/* not ours (continuous transforms take it): give it back */
+		rest = lappend(rest, makeDefElem("output_stream",
+										 (Node *) makeString(spec->output_stream), -1));
+		spec->output_stream = NULL;
+	}
+	/* the name as the user means it: resolved with the user's search_path */
+	if (spec->emit_on_close)
+		spec->output_relid =
+			RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(spec->output_stream)),
+							 NoLock, true);
+	if (spec->emit_on_close && !spec->enabled)
+	{
+		/* windows close when the newest event time passes their end */
+		spec->enabled = true;
+		spec->text = "0";
+		spec->lateness = parse_lateness(spec->text);
 	}
 	return rest;
 }
@@ -97,11 +143,119 @@ interval_literal(Interval *iv)
 }
 
 /*
+ * emit = 'on_close': the output stream must be a stream other than the
+ * view's own, take every column of the view by name with an assignable
+ * type, and have no other column that needs a value; the creator must be
+ * allowed to insert into it.  Finds the view column holding the window
+ * start.
+ */
+static void
+check_output_stream(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid)
+{
+	Relation	rel;
+	TupleDesc	desc;
+	ListCell   *lc;
+	ListCell   *nc = list_head(plan->colnames);
+	Bitmapset  *given = NULL;
+	AclResult	acl;
+
+	if (!OidIsValid(spec->output_relid) || !catalog_is_stream(spec->output_relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("output_stream \"%s\" is not a stream", spec->output_stream),
+				 errhint("Create it with stream_ext.create_stream().")));
+	if (spec->output_relid == streamid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("output_stream \"%s\" is the stream the view reads", spec->output_stream),
+				 errdetail("Each emitted row would feed the view again.")));
+	acl = pg_class_aclcheck(spec->output_relid, GetUserId(), ACL_INSERT);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_TABLE, get_rel_name(spec->output_relid));
+
+	rel = table_open(spec->output_relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		const char *colname;
+		int			attno;
+		Oid			from;
+		Form_pg_attribute att = NULL;
+
+		if (tle->resjunk)
+			continue;
+		colname = strVal(lfirst(nc));
+		nc = lnext(plan->colnames, nc);
+		if (equal(tle->expr, plan->window->pane_expr))
+			spec->window_column = pstrdup(colname);
+		for (attno = 0; attno < desc->natts; attno++)
+		{
+			att = TupleDescAttr(desc, attno);
+			if (!att->attisdropped && strcmp(NameStr(att->attname), colname) == 0)
+				break;
+		}
+		if (attno == desc->natts)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("output_stream \"%s\" has no column \"%s\"",
+							spec->output_stream, colname),
+					 errhint("The output stream takes the view's columns by name.")));
+		from = exprType((Node *) tle->expr);
+		if (!can_coerce_type(1, &from, &att->atttypid, COERCION_ASSIGNMENT))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of output_stream \"%s\" is of type %s, the view's is %s",
+							colname, spec->output_stream, format_type_be(att->atttypid),
+							format_type_be(from))));
+		given = bms_add_member(given, attno);
+	}
+	for (int attno = 0; attno < desc->natts; attno++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attno);
+
+		if (att->attisdropped || bms_is_member(attno, given))
+			continue;
+		if (att->attnotnull && !att->atthasdef)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("column \"%s\" of output_stream \"%s\" is NOT NULL without a default, and the view does not provide it",
+							NameStr(att->attname), spec->output_stream)));
+	}
+	table_close(rel, AccessShareLock);
+	if (spec->window_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("emit = 'on_close' needs the window start in the select list"),
+				 errhint("Select the stream_ext.tumble(...) group key.")));
+	spec->output_sql = quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->output_relid)),
+												  get_rel_name(spec->output_relid));
+	spec->column_list = NULL;
+	nc = list_head(plan->colnames);
+	{
+		StringInfoData cols;
+		StringInfoData vals;
+
+		initStringInfo(&cols);
+		initStringInfo(&vals);
+		foreach(nc, plan->colnames)
+		{
+			const char *c = quote_identifier(strVal(lfirst(nc)));
+
+			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "", c);
+			appendStringInfo(&vals, "%sv.%s", vals.len ? ", " : "", c);
+		}
+		spec->column_list = cols.data;
+		spec->value_list = vals.data;
+	}
+}
+
+/*
  * After cv_analyze() and the window options: the view must be a tumbling
  * window; sets the qualification that keeps late rows out of maintenance.
  */
 void
-lateness_validate(LatenessSpec *spec, CVPlan *plan)
+lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid)
 {
 	List	   *ctx = stream_context(plan);
 	FuncExpr   *tumble;
@@ -109,7 +263,8 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan)
 	if (plan->window == NULL || plan->window->kind != CV_WINDOW_TUMBLING)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("allowed_lateness needs a tumbling window"),
+				 errmsg("%s needs a tumbling window",
+						spec->emit_on_close ? "emit = 'on_close'" : "allowed_lateness"),
 				 errdetail("Late rows are judged by the end of their window."),
 				 errhint("Group by stream_ext.tumble(time_column, size).")));
 	tumble = (FuncExpr *) plan->window->pane_expr;
@@ -123,6 +278,8 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan)
 	spec->event_time_sql = deparse_expression(linitial(tumble->args), ctx, true, false);
 	spec->size_sql = interval_literal(&plan->window->size);
 	/* on time: no watermark yet, no event time, or its window still open */
+	if (spec->emit_on_close)
+		check_output_stream(spec, plan, query, streamid);
 	plan->extra_batch_qual =
 		psprintf("($1::pg_catalog.timestamptz IS NULL OR (%s) IS NULL"
 				 " OR (%s) OPERATOR(pg_catalog.+) %s OPERATOR(pg_catalog.>) $1::pg_catalog.timestamptz)",
@@ -135,10 +292,14 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan)
  */
 void
 lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
-				const char *stream_sql)
+				const char *stream_sql, const char *view_sql)
 {
 	Oid			argtypes[5] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[5];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types6[6];
+	Datum		vals6[6];
+	char	   *emit_sql = NULL;
 	Oid			save_userid;
 	int			save_sec;
 	char	   *late_sql;
@@ -157,19 +318,44 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	backfill_sql = psprintf("SELECT pg_catalog.max(%s) FROM %s s WHERE true%s",
 							spec->event_time_sql, stream_sql, where_sql);
 
+	if (spec->emit_on_close)
+	{
+		const char *end = psprintf("(v.%s OPERATOR(pg_catalog.+) %s)",
+								   quote_identifier(spec->window_column), spec->size_sql);
+
+		emit_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s v"
+							" WHERE ($1::pg_catalog.timestamptz IS NULL OR %s OPERATOR(pg_catalog.>) $1)"
+							" AND %s OPERATOR(pg_catalog.<=) $2::pg_catalog.timestamptz"
+							" ORDER BY v.%s",
+							spec->output_sql, spec->column_list, spec->value_list,
+							view_sql, end, end, quote_identifier(spec->window_column));
+	}
+
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = CStringGetTextDatum(DatumGetCString(DirectFunctionCall1(interval_out,
 																		IntervalPGetDatum(spec->lateness))));
 	values[2] = CStringGetTextDatum(late_sql);
 	values[3] = CStringGetTextDatum(max_sql);
-	values[4] = CStringGetTextDatum(backfill_sql);
+	if (emit_sql)
+		values[4] = CStringGetTextDatum(emit_sql);
+	else
+		nulls[4] = 'n';
+
+	types6[0] = OIDOID;
+	types6[1] = types6[2] = types6[3] = types6[4] = TEXTOID;
+	types6[5] = OIDOID;
+	memcpy(vals6, values, sizeof(values));
+	vals6[5] = ObjectIdGetDatum(spec->output_relid);
+	nulls[5] = spec->emit_on_close ? ' ' : 'n';
 
 	catalog_begin_write(&save_userid, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql)"
-							  " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4)",
-							  4, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_with_args("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
+							  " emit_sql, output_stream)"
+							  " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
+							  " $6::pg_catalog.regclass)",
+							  6, types6, vals6, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: recording allowed_lateness failed");
 	/* the rows backfilled so far set the first watermark */
 	if (SPI_execute_with_args(psprintf("INSERT INTO stream_ext.watermarks (view, max_event_time)"
@@ -178,6 +364,20 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 		elog(ERROR, "stream_ext: recording the watermark failed");
 	SPI_finish();
 	catalog_end_write(save_userid, save_sec);
+
+	/* windows the backfilled rows already closed are final now */
+	if (emit_sql)
+	{
+		LatenessInfo info;
+
+		info.viewid = viewid;
+		info.lateness = *spec->lateness;
+		info.emit_sql = emit_sql;
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		emit_closed(&info, 0, true);
+		SPI_finish();
+	}
 }
 
 /*
@@ -198,7 +398,7 @@ lateness_lookup(Oid viewid, MemoryContext mcxt)
 					" ON n.oid = c.relnamespace WHERE n.nspname = 'stream_ext'"
 					" AND c.relname = 'lateness_views'", true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1 &&
-		SPI_execute_with_args("SELECT allowed_lateness, late_sql, max_sql FROM stream_ext.lateness_views"
+		SPI_execute_with_args("SELECT allowed_lateness, late_sql, max_sql, emit_sql FROM stream_ext.lateness_views"
 							  " WHERE view = $1::pg_catalog.regclass",
 							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
@@ -213,6 +413,7 @@ lateness_lookup(Oid viewid, MemoryContext mcxt)
 		info->lateness = *DatumGetIntervalP(SPI_getbinval(tup, desc, 1, &isnull));
 		info->late_sql = SPI_getvalue(tup, desc, 2);
 		info->max_sql = SPI_getvalue(tup, desc, 3);
+		info->emit_sql = SPI_getvalue(tup, desc, 4);	/* NULL if none */
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
@@ -252,6 +453,44 @@ lateness_begin_batch(LatenessInfo *info, bool *isnull)
 }
 
 /*
+ * Append the final rows of the windows closed since watermark OLD (none:
+ * OLD_ISNULL) to the output stream.  Runs as the current user (the view's
+ * owner, in maintenance), in the caller's SPI connection.
+ */
+static void
+emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull)
+{
+	Oid			argtypes[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	char		nulls[2] = {old_isnull ? 'n' : ' ', ' '};
+	Oid			oidarg[1] = {OIDOID};
+	Datum		oidval[1] = {ObjectIdGetDatum(info->viewid)};
+	Oid			save_userid;
+	int			save_sec;
+	bool		isnull;
+	Datum		now_wm;
+
+	catalog_begin_write(&save_userid, &save_sec);
+	if (SPI_execute_with_args("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+							  " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+							  " WHERE w.view = $1::pg_catalog.regclass",
+							  1, oidarg, oidval, NULL, false, 1) != SPI_OK_SELECT)	/* sees the update */
+		elog(ERROR, "stream_ext: reading the watermark failed");
+	isnull = true;
+	now_wm = 0;
+	if (SPI_processed == 1)
+		now_wm = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	catalog_end_write(save_userid, save_sec);
+	if (isnull || (!old_isnull && DatumGetTimestampTz(now_wm) <= old))
+		return;					/* no window closed */
+	values[0] = TimestampTzGetDatum(old);
+	values[1] = now_wm;
+	if (SPI_execute_with_args(info->emit_sql, 2, argtypes, values, nulls,
+							  false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "stream_ext: emitting closed windows failed");
+}
+
+/*
  * Step 3: keep the batch's late rows and advance the watermark.  WM is
  * what lateness_begin_batch() returned.
  */
@@ -287,4 +526,84 @@ lateness_end_batch(LatenessInfo *info, TimestampTz wm, bool wm_isnull)
 			elog(ERROR, "stream_ext: advancing the watermark failed");
 	}
 	catalog_end_write(save_userid, save_sec);
+	if (info->emit_sql)
+		emit_closed(info, wm, wm_isnull);
+}
+
+/*
+ * stream_ext.advance_watermark(view regclass, event_time timestamptz)
+ *		RETURNS timestamptz
+ *
+ * Moves a view's newest event time forward to EVENT_TIME (never back), as
+ * if a row of that time had arrived: windows it closes are closed -- later
+ * rows for them are late, and with emit = 'on_close' their final rows are
+ * emitted now.  For streams that go idle: schedule it with the wall clock,
+ * e.g. advance_watermark('v', now() - '1 minute').  Returns the new
+ * watermark.  The caller must own the view; runs as the view's owner.
+ */
+PG_FUNCTION_INFO_V1(stream_ext_advance_watermark);
+
+Datum
+stream_ext_advance_watermark(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	TimestampTz to = PG_GETARG_TIMESTAMPTZ(1);
+	ViewCatalogEntry entry;
+	LatenessInfo *info;
+	TimestampTz old;
+	bool		old_isnull;
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types2[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		vals2[2] = {ObjectIdGetDatum(viewid), TimestampTzGetDatum(to)};
+	Datum		result;
+	bool		isnull;
+
+	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
+	if (!pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
+	info = lateness_lookup(viewid, CurrentMemoryContext);
+	if (info == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("continuous view \"%s\" has no watermark", get_rel_name(viewid)),
+				 errhint("Only views with allowed_lateness or emit = 'on_close' have one.")));
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(entry.owner,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	old = lateness_begin_batch(info, &old_isnull);
+	{
+		Oid			u;
+		int			sc;
+
+		catalog_begin_write(&u, &sc);
+		if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
+								  " VALUES ($1::pg_catalog.regclass, $2)"
+								  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
+								  " GREATEST(w.max_event_time, excluded.max_event_time)",
+								  2, types2, vals2, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "stream_ext: advancing the watermark failed");
+		if (SPI_execute_with_args("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+								  " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+								  " WHERE w.view = $1::pg_catalog.regclass",
+								  1, types2, vals2, NULL, false, 1) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			elog(ERROR, "stream_ext: reading the watermark failed");
+		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		catalog_end_write(u, sc);
+	}
+	if (info->emit_sql)
+		emit_closed(info, old, old_isnull);
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
 }

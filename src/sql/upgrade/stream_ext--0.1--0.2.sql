@@ -287,7 +287,10 @@ CREATE TABLE stream_ext.lateness_views (
                       REFERENCES stream_ext.view_catalog (view) ON DELETE CASCADE,
     allowed_lateness  interval NOT NULL,
     late_sql          text NOT NULL,
-    max_sql           text NOT NULL
+    max_sql           text NOT NULL,
+    -- emit = 'on_close': the stream receiving final rows, and the statement
+    emit_sql          text,
+    output_stream     regclass
 );
 
 -- newest event time each view has seen; watermark = max_event_time -
@@ -332,3 +335,8 @@ SELECT l.view,
   FROM stream_ext.lateness_views l
   LEFT JOIN stream_ext.watermarks w USING (view);
 GRANT SELECT ON stream_ext.lateness TO PUBLIC;
+
+CREATE FUNCTION stream_ext.advance_watermark(view regclass, event_time timestamptz)
+    RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'stream_ext_advance_watermark'
+    LANGUAGE C STRICT VOLATILE;
