@@ -27,6 +27,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "access/table.h"
 #include "access/genam.h"
 
@@ -349,4 +350,53 @@ catalog_remove_orphans(void)
 	SPI_finish();
 	catalog_end_write(save_userid, save_sec);
 	return views;
+}
+
+/* WITH (ttl, ttl_column) of a view just recorded; ttl_sql: its statement */
+void
+catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
+					 const char *ttl_sql)
+{
+	Oid			argtypes[4] = {OIDOID, INTERVALOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = IntervalPGetDatum(ttl);
+	values[2] = CStringGetTextDatum(ttl_column);
+	values[3] = CStringGetTextDatum(ttl_sql);
+	catalog_begin_write(&save_userid, &save_sec);
+	SPI_connect();
+	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
+							   " WHERE view = $1",
+							   4, argtypes, values, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not record the TTL of continuous view %u", viewid);
+	SPI_finish();
+	catalog_end_write(save_userid, save_sec);
+}
+
+/* stream_ext.set_retention(): NULL keeps raw rows */
+void
+catalog_set_stream_retention(Oid relid, Interval *retention)
+{
+	Oid			argtypes[2] = {OIDOID, INTERVALOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', retention ? ' ' : 'n'};
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
+	catalog_begin_write(&save_userid, &save_sec);
+	SPI_connect();
+	rc = SPI_execute_with_args("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
+							   2, argtypes, values, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not record the retention of stream %u", relid);
+	SPI_finish();
+	catalog_end_write(save_userid, save_sec);
 }

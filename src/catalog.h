@@ -9,6 +9,9 @@
 #ifndef STREAM_EXT_CATALOG_H
 #define STREAM_EXT_CATALOG_H
 
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+
 /* One row of stream_ext.view_catalog, as maintenance needs it */
 typedef struct ViewCatalogEntry
 {
@@ -43,6 +46,10 @@ extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  MemoryContext mcxt);
 extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
 								MemoryContext mcxt);
+/* TTL and retention (retention.c) */
+extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
+								 const char *ttl_sql);
+extern void catalog_set_stream_retention(Oid relid, Interval *retention);
 /* returns the number of continuous views forgotten */
 extern uint64 catalog_remove_orphans(void);
 

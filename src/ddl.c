@@ -48,6 +48,7 @@
 #include "ddl.h"
 #include "lateness.h"
 #include "maintain.h"
+#include "retention.h"
 #include "sessions.h"
 #include "stream_ext.h"
 #include "windows.h"
@@ -235,6 +236,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	SessionSpec session;
 	LatenessSpec lateness;
 	List	   *window_opts;
+	TtlSpec		ttl;
 	RawStmt    *raw;
 	Query	   *query;
 	CVPlan		plan;
@@ -281,6 +283,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	cvopts = sessions_take_options(cvopts, &session);
 	cvopts = window_take_options(cvopts, &window_opts);
 	cvopts = lateness_take_options(cvopts, &lateness);
+	cvopts = retention_take_options(cvopts, &ttl);
 	reject_unknown_options(cvopts);
 
 	/* analyze the query as the user wrote it, with the user's search_path */
@@ -293,6 +296,8 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	window_apply_options(&plan, window_opts, session.enabled);
 	if (session.enabled)
 		sessions_validate(&session, &plan);
+	if (ttl.enabled)
+		retention_validate(&ttl, &plan, session.enabled);
 
 	/* the creator must be able to read everything the view reads */
 	ExecCheckRTPerms(query->rtable, true);
@@ -416,6 +421,8 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	if (session.enabled)
 		sessions_record(viewid, &session, sessions_compact_sql(&session, &plan, mq));
 	window_record(&plan, viewid, matrelid);
+	if (ttl.enabled)
+		retention_record(viewid, &ttl, &plan, mq, auxids);
 
 	/* start from what the stream already holds */
 	backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :

@@ -15,6 +15,7 @@
 #include "kafka_sink.h"
 #include "launcher.h"
 #include "maintain.h"
+#include "retention.h"
 #include "stats.h"
 #include "stream_ext.h"
 
@@ -36,6 +37,7 @@ _PG_init(void)
 	maintain_init();
 	stats_init();
 	kafka_sink_init();
+	retention_init();
 	stream_ext_launcher_init();
 }
 

@@ -13,7 +13,9 @@ GRANT USAGE ON SCHEMA stream_ext TO PUBLIC;
 -- extension's own functions.
 CREATE TABLE stream_ext.stream_catalog (
     stream      regclass PRIMARY KEY,
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    -- how long raw rows stay (retention.c); NULL: kept until TRUNCATE
+    retention   interval DEFAULT '1 hour'
 );
 
 CREATE TABLE stream_ext.view_catalog (
@@ -33,7 +35,12 @@ CREATE TABLE stream_ext.view_catalog (
     window_step   interval,
     time_column   name,
     window_column name,
-    expire_sql    text
+    expire_sql    text,
+    -- WITH (ttl, ttl_column): groups whose ttl_column < now() - ttl are
+    -- deleted by stream_ext.run_maintenance() (retention.c)
+    ttl          interval,
+    ttl_column   name,
+    ttl_sql      text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
 
@@ -47,7 +54,8 @@ SELECT s.stream AS name,
        c.relname AS stream_name,
        pg_catalog.pg_get_userbyid(c.relowner) AS owner,
        (SELECT count(*) FROM stream_ext.view_catalog v WHERE v.stream = s.stream) AS views,
-       s.created_at
+       s.created_at,
+       s.retention
   FROM stream_ext.stream_catalog s
   JOIN pg_catalog.pg_class c ON c.oid = s.stream
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace;
@@ -63,7 +71,9 @@ SELECT v.view AS name,
        v.window_size,
        v.window_slide,
        v.window_step,
-       v.time_column
+       v.time_column,
+       v.ttl,
+       v.ttl_column
   FROM stream_ext.view_catalog v
   JOIN pg_catalog.pg_class c ON c.oid = v.view;
 

@@ -340,3 +340,67 @@ CREATE FUNCTION stream_ext.advance_watermark(view regclass, event_time timestamp
     RETURNS timestamptz
     AS 'MODULE_PATHNAME', 'stream_ext_advance_watermark'
     LANGUAGE C STRICT VOLATILE;
+
+-- TTL, retention and their scheduling (src/sql/00_core.sql, 45_maintenance.sql).
+-- Streams made before the update keep their raw rows (retention NULL);
+-- new streams get the default.
+ALTER TABLE stream_ext.stream_catalog ADD COLUMN retention interval;
+ALTER TABLE stream_ext.stream_catalog ALTER COLUMN retention SET DEFAULT '1 hour';
+ALTER TABLE stream_ext.view_catalog
+    ADD COLUMN ttl interval, ADD COLUMN ttl_column name, ADD COLUMN ttl_sql text;
+
+CREATE OR REPLACE VIEW stream_ext.streams AS
+SELECT s.stream AS name,
+       n.nspname AS schema,
+       c.relname AS stream_name,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+       (SELECT count(*) FROM stream_ext.view_catalog v WHERE v.stream = s.stream) AS views,
+       s.created_at,
+       s.retention
+  FROM stream_ext.stream_catalog s
+  JOIN pg_catalog.pg_class c ON c.oid = s.stream
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace;
+
+CREATE OR REPLACE VIEW stream_ext.continuous_views AS
+SELECT v.view AS name,
+       v.stream AS source,
+       v.definition,
+       v.matrel AS materialization,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+       v.created_at,
+       v.window_kind,
+       v.window_size,
+       v.window_slide,
+       v.window_step,
+       v.time_column,
+       v.ttl,
+       v.ttl_column
+  FROM stream_ext.view_catalog v
+  JOIN pg_catalog.pg_class c ON c.oid = v.view;
+CREATE FUNCTION stream_ext.set_retention(stream regclass, retention interval)
+    RETURNS void
+    AS 'MODULE_PATHNAME', 'stream_ext_set_retention'
+    LANGUAGE C VOLATILE;
+
+-- TTL of every continuous view and retention of every stream the caller
+-- may maintain; one row per piece of work done.
+CREATE FUNCTION stream_ext.run_maintenance(
+    OUT task text, OUT object regclass, OUT removed bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'stream_ext_run_maintenance'
+    LANGUAGE C VOLATILE;
+
+-- The pg_cron job 'stream_ext_maintenance' (needs pg_cron in this database).
+CREATE FUNCTION stream_ext.schedule_maintenance()
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_schedule_maintenance'
+    LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION stream_ext.schedule_maintenance() FROM PUBLIC;
+
+CREATE FUNCTION stream_ext.unschedule_maintenance()
+    RETURNS boolean
+    AS 'MODULE_PATHNAME', 'stream_ext_unschedule_maintenance'
+    LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION stream_ext.unschedule_maintenance() FROM PUBLIC;
+
+SELECT stream_ext.schedule_maintenance();

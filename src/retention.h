@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * retention.h
+ *	  TTL of continuous views, retention of raw stream rows, and
+ *	  stream_ext.run_maintenance() with its pg_cron job.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_RETENTION_H
+#define STREAM_EXT_RETENTION_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+
+#include "analyze.h"
+
+/* WITH (ttl = '7 days', ttl_column = 'minute') of a continuous view */
+typedef struct TtlSpec
+{
+	bool		enabled;
+	char	   *ttl_text;
+	Interval   *ttl;
+	char	   *column;			/* the view's column, as the user named it */
+	CVKey	   *key;			/* the group key it is */
+} TtlSpec;
+
+/* takes ttl and ttl_column out of a view's options; returns the rest */
+extern List *retention_take_options(List *options, TtlSpec *spec);
+/* checks them against the analyzed view: errors before anything exists */
+extern void retention_validate(TtlSpec *spec, CVPlan *plan, bool session);
+/* records them (catalog, index on the materialization); SPI connected */
+extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
+							 const char *matrel, List *auxids);
+
+extern void retention_init(void);
+
+#endif							/* STREAM_EXT_RETENTION_H */
