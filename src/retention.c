@@ -19,7 +19,8 @@
  *		DELETE on arrival_timestamp (RowExclusiveLock: inserts go on;
  *		streams are UNLOGGED, so no WAL), and a stream whose rows are all
  *		gone is then TRUNCATEd if its AccessExclusiveLock is free right
- *		away, which gives the file back at once.  docs/retention.md says
+ *		away and run_maintenance() is its transaction's only statement
+ *		(as pg_cron runs it), which gives the file back at once.  docs/retention.md says
  *		why streams are not partitioned by time.
  *	  - stream_ext.run_maintenance() runs both for everything the caller
  *		may maintain (objects owned by roles whose privileges it has),
@@ -665,12 +666,16 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 			   run_item("retention", w->relid, stream_item, w, NULL));
 		CHECK_FOR_INTERRUPTS();
 	}
-	/* last, so that the AccessExclusiveLocks are held only until commit */
+	/*
+	 * Last, so that the AccessExclusiveLocks are held only until commit --
+	 * and only when the commit follows this statement: inside a transaction
+	 * block the caller may go on for long, and inserts would wait.
+	 */
 	foreach(lc, streams)
 	{
 		StreamWork *w = lfirst(lc);
 
-		if (w->emptied &&
+		if (w->emptied && !IsTransactionBlock() &&
 			run_item("truncate", w->relid, truncate_item, w, NULL) == 1)
 			report(rsinfo, "truncate", w->relid, 0);
 	}
