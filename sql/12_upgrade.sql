@@ -64,6 +64,9 @@ SELECT count(*) AS differing FROM (
      FROM up_copy GROUP BY url)) d;
 -- and what 0.2 added works on it
 SELECT view, rows_in, batches, groups FROM stream_ext.view_stats;
+-- streams made before the update keep their raw rows; new ones get the default
+SELECT stream_ext.create_stream('up_new', 'v int');
+SELECT name, retention FROM stream_ext.streams ORDER BY 1::text;
 
 \c contrib_regression
 DROP DATABASE stream_ext_upgrade_fresh;

@@ -30,11 +30,11 @@
  *		work is a list of tasks (view_tasks[] below): window expiry plugs
  *		in there.
  *	  - Scheduling: when pg_cron is installed in the database (schema
- *		cron), CREATE EXTENSION and the first ttl/retention schedule the
- *		job 'stream_ext_maintenance' (stream_ext.maintenance_schedule,
- *		every minute); without pg_cron a NOTICE says to call
- *		run_maintenance() from any scheduler.  DROP EXTENSION unschedules
- *		the job (utility hook below).
+ *		cron), CREATE EXTENSION, ALTER EXTENSION UPDATE and the first
+ *		ttl/retention schedule the job 'stream_ext_maintenance'
+ *		(stream_ext.maintenance_schedule, every minute); without pg_cron
+ *		a NOTICE says to call run_maintenance() from any scheduler.  DROP
+ *		EXTENSION unschedules the job (utility hook below).
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +42,7 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "commands/extension.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -814,8 +815,22 @@ retention_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 						 ParamListInfo params, QueryEnvironment *queryEnv,
 						 DestReceiver *dest, QueryCompletion *qc)
 {
-	if (drops_stream_ext(pstmt->utilityStmt) && stream_ext_installed())
+	Node	   *parsetree = pstmt->utilityStmt;
+	bool		creates;
+
+	if (drops_stream_ext(parsetree) && stream_ext_installed())
 		(void) unschedule_job();
+
+	/*
+	 * Scheduling follows CREATE EXTENSION and ALTER EXTENSION UPDATE rather
+	 * than living in the scripts: a script runs with client_min_messages
+	 * raised to WARNING, which would hide the NOTICE.
+	 */
+	creates = (IsA(parsetree, CreateExtensionStmt) &&
+			   strcmp(((CreateExtensionStmt *) parsetree)->extname, "stream_ext") == 0 &&
+			   !OidIsValid(get_extension_oid("stream_ext", true))) ||
+		(IsA(parsetree, AlterExtensionStmt) &&
+		 strcmp(((AlterExtensionStmt *) parsetree)->extname, "stream_ext") == 0);
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
@@ -823,6 +838,9 @@ retention_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	if (creates && stream_ext_installed())
+		schedule_job(false, true);
 }
 
 void

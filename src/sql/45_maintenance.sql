@@ -25,5 +25,3 @@ CREATE FUNCTION stream_ext.unschedule_maintenance()
     AS 'MODULE_PATHNAME', 'stream_ext_unschedule_maintenance'
     LANGUAGE C VOLATILE;
 REVOKE ALL ON FUNCTION stream_ext.unschedule_maintenance() FROM PUBLIC;
-
-SELECT stream_ext.schedule_maintenance();
