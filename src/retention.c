@@ -309,14 +309,6 @@ stream_ext_set_retention(PG_FUNCTION_ARGS)
 
 /* ---- stream_ext.run_maintenance() -------------------------------------- */
 
-typedef struct ViewWork
-{
-	Oid			viewid;
-	Oid			owner;
-	char	   *timezone;
-	Datum		ttl;			/* Interval *, or 0 */
-	char	   *ttl_sql;
-} ViewWork;
 
 typedef struct StreamWork
 {
@@ -327,14 +319,9 @@ typedef struct StreamWork
 	bool		emptied;		/* all its rows expired: try TRUNCATE */
 } StreamWork;
 
-/*
- * A per-view task returns the number of rows it removed, or -1 to report
- * nothing; applies() says whether it concerns a view at all.  It runs as the
- * view's owner with search_path and TimeZone pinned, SPI connected,
- * stream_ext_maintenance_depth raised (materializations are writable).
- * Window expiry adds its task here.
- */
-typedef int64 (*ViewTask) (ViewWork *view);
+/* per-view tasks: see MaintenanceViewTask in retention.h */
+typedef MaintenanceView ViewWork;
+typedef MaintenanceViewTask ViewTask;
 
 static bool
 view_has_ttl(ViewWork *view)

@@ -10,6 +10,7 @@
 #define STREAM_EXT_RETENTION_H
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "nodes/pg_list.h"
 
 #include "analyze.h"
@@ -31,6 +32,28 @@ extern void retention_validate(TtlSpec *spec, CVPlan *plan, bool session);
 /* records them (catalog, index on the materialization); SPI connected */
 extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
 							 const char *matrel, List *auxids);
+
+/*
+ * One continuous view, as stream_ext.run_maintenance() sees it.  Per-view
+ * work (TTL; window expiry plugs in the same way) is a MaintenanceViewTask
+ * listed in view_tasks[] in retention.c, with a cheap applies() check.  A
+ * task runs in its own subtransaction (an error is a WARNING, the rest of
+ * maintenance goes on), as the view's owner, security-restricted, with
+ * search_path = pg_catalog and the view's TimeZone, SPI connected and
+ * stream_ext_maintenance_depth raised (materializations are writable).
+ * It returns the number of rows it removed (reported by run_maintenance()),
+ * or -1 to report nothing.
+ */
+typedef struct MaintenanceView
+{
+	Oid			viewid;
+	Oid			owner;
+	char	   *timezone;
+	Datum		ttl;			/* Interval *, or 0 */
+	char	   *ttl_sql;		/* NULL: no TTL */
+} MaintenanceView;
+
+typedef int64 (*MaintenanceViewTask) (MaintenanceView *view);
 
 extern void retention_init(void);
 
