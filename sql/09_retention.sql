@@ -122,6 +122,20 @@ SELECT * FROM ret_burst_sum;
 INSERT INTO ret_burst (v) VALUES (1);
 SELECT * FROM ret_burst_sum;
 
+-- a task that fails is a WARNING and reports NULL; the others still run
+SELECT stream_ext.create_stream('ret_fail', 'v int');
+CREATE FUNCTION ret_refuse() RETURNS trigger LANGUAGE plpgsql
+  AS $$ BEGIN RAISE EXCEPTION 'refused by a trigger'; END $$;
+CREATE TRIGGER ret_refuse BEFORE DELETE ON ret_fail FOR EACH ROW EXECUTE FUNCTION ret_refuse();
+INSERT INTO ret_fail (v, arrival_timestamp) VALUES (1, now() - interval '2 hours');
+INSERT INTO ret_burst (v, arrival_timestamp) VALUES (2, now() - interval '2 hours');
+SELECT task, object, removed FROM stream_ext.run_maintenance()
+ WHERE object IN ('ret_fail'::regclass, 'ret_burst'::regclass) ORDER BY 1, 2::text;
+SELECT count(*) AS kept FROM ret_fail;
+SELECT count(*) AS kept FROM ret_burst;
+DROP TABLE ret_fail;
+DROP FUNCTION ret_refuse;
+
 -- privileges: run_maintenance() maintains what the caller's roles own;
 -- set_retention() needs the stream's owner
 CREATE ROLE ret_other;
