@@ -122,6 +122,17 @@ SELECT * FROM ret_burst_sum;
 INSERT INTO ret_burst (v) VALUES (1);
 SELECT * FROM ret_burst_sum;
 
+-- sliding windows: run_maintenance() expires their old buckets too (also
+-- when the stream is idle).  Maintenance expires at most once a step per
+-- session, the first time right away: after this first batch, the old
+-- rows' bucket waits for run_maintenance().
+CREATE VIEW ret_sliding WITH (continuous, sliding_window = '2 hours', time_column = 'ts', step = '1 hour') AS
+  SELECT count(*) AS n FROM ret_clicks;
+INSERT INTO ret_clicks (url, user_id, ts) VALUES ('/now', 1, now());
+INSERT INTO ret_clicks (url, user_id, ts) SELECT '/old', i, now() - interval '5 days' FROM generate_series(1, 5) i;
+SELECT task, object, removed FROM stream_ext.run_maintenance() WHERE object = 'ret_sliding'::regclass;
+SELECT task, object, removed FROM stream_ext.run_maintenance() WHERE object = 'ret_sliding'::regclass;
+
 -- a task that fails is a WARNING and reports NULL; the others still run
 SELECT stream_ext.create_stream('ret_fail', 'v int');
 CREATE FUNCTION ret_refuse() RETURNS trigger LANGUAGE plpgsql
@@ -177,7 +188,7 @@ SELECT count(*) - :views_before AS views_added FROM stream_ext.continuous_views;
 SELECT count(*) AS leftovers FROM pg_class WHERE relname LIKE 'ret\_bad%';
 SELECT name, retention FROM stream_ext.streams WHERE name = 'ret_clicks'::regclass;
 
-DROP VIEW ret_per_minute, ret_per_day, ret_local, ret_backfilled, ret_burst_sum;
+DROP VIEW ret_per_minute, ret_per_day, ret_local, ret_backfilled, ret_burst_sum, ret_sliding;
 SELECT count(*) AS ttl_views FROM stream_ext.continuous_views WHERE ttl IS NOT NULL;
 DROP TABLE ret_clicks, ret_burst, ret_copy;
 DROP FUNCTION ret_add;

@@ -27,8 +27,9 @@
  *		each view's work as the view's owner and each stream's as the
  *		stream's owner, security-restricted, one subtransaction per item
  *		so that one failure is a WARNING and the rest still runs.  Per-view
- *		work is a list of tasks (view_tasks[] below): window expiry plugs
- *		in there.
+ *		work is a list of tasks (view_tasks[] below): TTL, and the expiry
+ *		of sliding windows (windows.c's statement), so that windows of
+ *		idle streams expire too.
  *	  - Scheduling: when pg_cron is installed in the database (schema
  *		cron), CREATE EXTENSION, ALTER EXTENSION UPDATE and the first
  *		ttl/retention schedule the job 'stream_ext_maintenance'
@@ -344,6 +345,23 @@ view_task_ttl(ViewWork *view)
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
+/* expired buckets of a sliding window (the statement windows.c records) */
+static bool
+view_has_window_expiry(ViewWork *view)
+{
+	return view->expire_sql != NULL;
+}
+
+static int64
+view_task_window_expiry(ViewWork *view)
+{
+	int			rc = SPI_execute(view->expire_sql, false, 0);
+
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "stream_ext: window expiry failed: %s", SPI_result_code_string(rc));
+	return (int64) SPI_processed;
+}
+
 static const struct
 {
 	const char *name;
@@ -352,6 +370,7 @@ static const struct
 }			view_tasks[] =
 {
 	{"ttl", view_has_ttl, view_task_ttl},
+	{"window_expiry", view_has_window_expiry, view_task_window_expiry},
 };
 
 /* a task that failed reports removed = NULL */
@@ -564,7 +583,7 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 
 	/* what is there to do, and for whom */
 	SPI_connect();
-	rc = SPI_execute("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql"
+	rc = SPI_execute("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql"
 					 " FROM stream_ext.view_catalog v"
 					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
 					 " ORDER BY 1", true, 0);
@@ -593,6 +612,7 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 			w->ttl = datumCopy(ttl, false, sizeof(Interval));
 			w->ttl_sql = SPI_getvalue(tup, desc, 5);
 		}
+		w->expire_sql = SPI_getvalue(tup, desc, 6);
 		views = lappend(views, w);
 		MemoryContextSwitchTo(old);
 	}

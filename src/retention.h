@@ -51,6 +51,7 @@ typedef struct MaintenanceView
 	char	   *timezone;
 	Datum		ttl;			/* Interval *, or 0 */
 	char	   *ttl_sql;		/* NULL: no TTL */
+	char	   *expire_sql;		/* sliding window expiry (windows.c), or NULL */
 } MaintenanceView;
 
 typedef int64 (*MaintenanceViewTask) (MaintenanceView *view);

@@ -341,7 +341,7 @@ CREATE FUNCTION stream_ext.advance_watermark(view regclass, event_time timestamp
     AS 'MODULE_PATHNAME', 'stream_ext_advance_watermark'
     LANGUAGE C STRICT VOLATILE;
 
--- TTL, retention and their scheduling (src/sql/00_core.sql, 45_maintenance.sql).
+-- TTL, retention and their scheduling (src/sql/00_core.sql, 50_maintenance.sql).
 -- Streams made before the update keep their raw rows (retention NULL);
 -- new streams get the default.
 ALTER TABLE stream_ext.stream_catalog ADD COLUMN retention interval;
