@@ -239,7 +239,7 @@ ttl_sql(TtlSpec *spec, CVPlan *plan, const char *matrel, List *auxids)
 	return buf.data;
 }
 
-static void schedule_job(bool replace, bool notice);
+static void ensure_job(void);
 
 void
 retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan, const char *matrel,
@@ -262,7 +262,7 @@ retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan, const char *matrel,
 	}
 	catalog_set_view_ttl(viewid, spec->ttl, spec->column,
 						 ttl_sql(spec, plan, matrel, auxids));
-	schedule_job(false, true);
+	ensure_job();
 }
 
 /* ---- stream_ext.set_retention(stream regclass, retention interval) ----- */
@@ -304,7 +304,7 @@ stream_ext_set_retention(PG_FUNCTION_ARGS)
 	}
 	catalog_set_stream_retention(relid, retention);
 	if (retention != NULL)
-		schedule_job(false, true);
+		ensure_job();
 	PG_RETURN_VOID();
 }
 
@@ -548,6 +548,9 @@ truncate_item(void *arg, void *arg2)
 	AtEOXact_GUC(true, nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	SPI_finish();
+	/* rows came in meanwhile: nothing was changed under the lock */
+	if (!truncated)
+		UnlockRelationOid(stream->relid, AccessExclusiveLock);
 	return truncated ? 1 : 0;
 }
 
@@ -751,10 +754,50 @@ schedule_job_id(bool replace, bool notice)
 	return jobid;
 }
 
+/*
+ * Schedule the job if there is none, on behalf of a statement that only
+ * makes it necessary (CREATE EXTENSION, a ttl, set_retention()): if pg_cron
+ * refuses (say, a bad stream_ext.maintenance_schedule), that statement
+ * still succeeds, with a WARNING.
+ */
 static void
-schedule_job(bool replace, bool notice)
+ensure_job(void)
 {
-	(void) schedule_job_id(replace, notice);
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	if (!pg_cron_present())
+	{
+		(void) schedule_job_id(false, true);	/* the NOTICE */
+		return;
+	}
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		(void) schedule_job_id(false, true);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not schedule the pg_cron job " MAINTENANCE_JOB ": %s",
+						edata->message),
+				 errhint("Fix the cause and call SELECT stream_ext.schedule_maintenance(), or call SELECT stream_ext.run_maintenance() from another scheduler.")));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
 }
 
 /* unschedule this database's job; returns whether there was one */
@@ -847,7 +890,7 @@ retention_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								params, queryEnv, dest, qc);
 
 	if (creates && stream_ext_installed())
-		schedule_job(false, true);
+		ensure_job();
 }
 
 void
