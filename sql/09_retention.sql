@@ -157,6 +157,25 @@ SELECT stream_ext.set_retention('ret_clicks', '1 day');
 SELECT stream_ext.schedule_maintenance();
 RESET ROLE;
 SELECT stream_ext.set_retention('ret_copy', '1 day');
+-- its own view over a stream it may read: maintained as the view's owner,
+-- by the owner or by a superuser
+CREATE SCHEMA ret_other_s AUTHORIZATION ret_other;
+SET ROLE ret_other;
+SET client_min_messages = warning;
+CREATE VIEW ret_other_s.daily WITH (continuous, ttl = '1 day', ttl_column = 'day') AS
+  SELECT ts::date AS day, count(*) AS n FROM ret_clicks GROUP BY day;
+RESET client_min_messages;
+RESET ROLE;
+INSERT INTO ret_clicks (url, user_id, ts) VALUES ('/x', 1, now() - interval '9 days');
+SET ROLE ret_other;
+SELECT task, object, removed FROM stream_ext.run_maintenance() WHERE object::text LIKE 'ret\_%';
+SELECT count(*) AS old_days FROM ret_other_s.daily WHERE day < now() - interval '1 day';
+RESET ROLE;
+INSERT INTO ret_clicks (url, user_id, ts) VALUES ('/x', 1, now() - interval '9 days');
+SELECT task, object, removed FROM stream_ext.run_maintenance() WHERE object = 'ret_other_s.daily'::regclass;
+SELECT pg_get_userbyid(relowner) AS matrel_owner FROM pg_class
+ WHERE oid = (SELECT materialization FROM stream_ext.continuous_views WHERE name = 'ret_other_s.daily'::regclass);
+DROP SCHEMA ret_other_s CASCADE;
 
 -- bad options: clear errors at CREATE time, and nothing is created
 SELECT count(*) AS views_before FROM stream_ext.continuous_views \gset
