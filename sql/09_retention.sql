@@ -199,12 +199,20 @@ CREATE VIEW ret_bad WITH (continuous, ttl = '1 day', ttl_column = 'n') AS
   SELECT count(*) AS n FROM ret_clicks;
 CREATE VIEW ret_bad WITH (continuous, ttl = '1 day', ttl_column = 'url', session_gap = '1 hour', time_column = 'ts') AS
   SELECT url, count(*) FROM ret_clicks GROUP BY url;
+-- a sliding window adds a group key of its own: ttl_column is still the
+-- view's column
+CREATE VIEW ret_bad WITH (continuous, ttl = '1 day', ttl_column = 'url', sliding_window = '1 hour', time_column = 'ts') AS
+  SELECT url, count(*) FROM ret_clicks GROUP BY url;
 SELECT stream_ext.set_retention('ret_clicks', '-1 hour');
 SELECT stream_ext.set_retention('ret_clicks', '0');
 SELECT stream_ext.set_retention('ret_clicks', 'soon');
 SELECT stream_ext.set_retention(NULL, '1 hour');
 SELECT count(*) - :views_before AS views_added FROM stream_ext.continuous_views;
 SELECT count(*) AS leftovers FROM pg_class WHERE relname LIKE 'ret\_bad%';
+CREATE VIEW ret_sl_ttl WITH (continuous, ttl = '1 day', ttl_column = 'hour', sliding_window = '2 days', time_column = 'ts', step = '1 day') AS
+  SELECT date_bin('1 hour', ts, '2000-01-01') AS hour, count(*) AS n FROM ret_clicks GROUP BY hour;
+SELECT ttl, ttl_column FROM stream_ext.continuous_views WHERE name = 'ret_sl_ttl'::regclass;
+DROP VIEW ret_sl_ttl;
 SELECT name, retention FROM stream_ext.streams WHERE name = 'ret_clicks'::regclass;
 
 DROP VIEW ret_per_minute, ret_per_day, ret_local, ret_backfilled, ret_burst_sum, ret_sliding;

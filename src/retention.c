@@ -147,7 +147,7 @@ retention_validate(TtlSpec *spec, CVPlan *plan, bool session)
 	ListCell   *lc;
 	ListCell   *nc = list_head(plan->colnames);
 	TargetEntry *found = NULL;
-	int			k = 0;
+	bool		grouped = false;
 
 	if (session)
 		ereport(ERROR,
@@ -168,16 +168,28 @@ retention_validate(TtlSpec *spec, CVPlan *plan, bool session)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("ttl_column \"%s\" is not a column of the view", spec->column)));
+	/*
+	 * The group key computing that column.  Matched by expression, not by
+	 * position: windows add keys of their own (a sliding view's bucket).
+	 */
 	foreach(lc, q->groupClause)
 	{
-		SortGroupClause *sgc = lfirst(lc);
-
-		if (found->ressortgroupref != 0 && sgc->tleSortGroupRef == found->ressortgroupref)
+		if (found->ressortgroupref != 0 &&
+			((SortGroupClause *) lfirst(lc))->tleSortGroupRef == found->ressortgroupref)
+			grouped = true;
+	}
+	if (grouped)
+	{
+		foreach(lc, plan->keys)
 		{
-			spec->key = list_nth(plan->keys, k);
-			break;
+			CVKey	   *key = lfirst(lc);
+
+			if (equal(key->expr, found->expr))
+			{
+				spec->key = key;
+				break;
+			}
 		}
-		k++;
 	}
 	if (spec->key == NULL)
 		ereport(ERROR,
