@@ -93,6 +93,11 @@ INSERT INTO sess_copy SELECT i % 17, '2026-01-02 00:00+00'::timestamptz
                         FROM generate_series(1, 10000) i;
 SELECT * FROM sess_diff();
 
+-- run_maintenance() compacts session windows too
+SELECT object, removed > 0 AS compacted FROM stream_ext.run_maintenance()
+ WHERE task = 'session_compaction' ORDER BY object::text;
+SELECT * FROM sess_diff();
+
 -- rolled back work leaves no trace
 BEGIN;
 INSERT INTO sess_ev VALUES (5, '2026-01-03 00:00+00', 100);

@@ -29,7 +29,8 @@
  *		so that one failure is a WARNING and the rest still runs.  Per-view
  *		work is a list of tasks (view_tasks[] below): TTL, and the expiry
  *		of sliding windows (windows.c's statement), so that windows of
- *		idle streams expire too.
+ *		idle streams expire too, and the compaction of session windows'
+ *		fragments (sessions.c).
  *	  - Scheduling: when pg_cron is installed in the database (schema
  *		cron), CREATE EXTENSION, ALTER EXTENSION UPDATE and the first
  *		ttl/retention schedule the job 'stream_ext_maintenance'
@@ -374,6 +375,27 @@ view_task_window_expiry(ViewWork *view)
 	return (int64) SPI_processed;
 }
 
+static bool
+view_is_session(ViewWork *view)
+{
+	return view->session;
+}
+
+/* session windows: fragments rewritten as one row per session (sessions.c) */
+static int64
+view_task_compact_sessions(ViewWork *view)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(view->viewid)};
+	bool		isnull;
+	int			rc = SPI_execute_with_args("SELECT stream_ext.compact_sessions($1)",
+										   1, argtypes, values, NULL, false, 1);
+
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "stream_ext: session compaction failed: %s", SPI_result_code_string(rc));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 static const struct
 {
 	const char *name;
@@ -383,6 +405,7 @@ static const struct
 {
 	{"ttl", view_has_ttl, view_task_ttl},
 	{"window_expiry", view_has_window_expiry, view_task_window_expiry},
+	{"session_compaction", view_is_session, view_task_compact_sessions},
 };
 
 /* a task that failed reports removed = NULL */
@@ -598,9 +621,11 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 
 	/* what is there to do, and for whom */
 	SPI_connect();
-	rc = SPI_execute("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql"
+	rc = SPI_execute("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql,"
+					 " sv.view IS NOT NULL"
 					 " FROM stream_ext.view_catalog v"
 					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
+					 " LEFT JOIN stream_ext.session_views sv ON sv.view OPERATOR(pg_catalog.=) v.view"
 					 " ORDER BY 1", true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
@@ -628,6 +653,7 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 			w->ttl_sql = SPI_getvalue(tup, desc, 5);
 		}
 		w->expire_sql = SPI_getvalue(tup, desc, 6);
+		w->session = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 		views = lappend(views, w);
 		MemoryContextSwitchTo(old);
 	}

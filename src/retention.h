@@ -52,6 +52,7 @@ typedef struct MaintenanceView
 	Datum		ttl;			/* Interval *, or 0 */
 	char	   *ttl_sql;		/* NULL: no TTL */
 	char	   *expire_sql;		/* sliding window expiry (windows.c), or NULL */
+	bool		session;		/* a session window: compact its fragments */
 } MaintenanceView;
 
 typedef int64 (*MaintenanceViewTask) (MaintenanceView *view);
