@@ -47,6 +47,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "tcop/tcopprot.h"
@@ -1205,6 +1206,14 @@ stream_ext_kafka_worker_main(Datum main_arg)
 	{
 		bool		keep_going = true;
 
+		/*
+		 * The loop waits in librdkafka, not on a latch, so nothing else
+		 * notices the postmaster's death: an orphan would go on consuming
+		 * and keep the shared memory, and a new postmaster refuses to start
+		 * while it is attached.  (Cheap: a flag set by a signal on Linux.)
+		 */
+		if (!PostmasterIsAlive())
+			proc_exit(1);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
