@@ -1074,7 +1074,14 @@ worker_iteration(void)
 			return false;
 		W.last_state_check = GetCurrentTimestamp();
 
-		set_state(KWS_STARTING);
+		/*
+		 * After a failure stay 'retrying' until the consumer is up again:
+		 * during a broker outage most of the time goes into these attempts
+		 * (each waits up to 5 s for metadata), and 'starting' would show
+		 * the source as running in source_status.
+		 */
+		if (W.slot->state != KWS_RETRYING)
+			set_state(KWS_STARTING);
 		setup_consumer();
 		set_state(KWS_RUNNING);
 		W.backoff_ms = 0;
