@@ -47,6 +47,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "tcop/tcopprot.h"
@@ -1073,7 +1074,14 @@ worker_iteration(void)
 			return false;
 		W.last_state_check = GetCurrentTimestamp();
 
-		set_state(KWS_STARTING);
+		/*
+		 * After a failure stay 'retrying' until the consumer is up again:
+		 * during a broker outage most of the time goes into these attempts
+		 * (each waits up to 5 s for metadata), and 'starting' would show
+		 * the source as running in source_status.
+		 */
+		if (W.slot->state != KWS_RETRYING)
+			set_state(KWS_STARTING);
 		setup_consumer();
 		set_state(KWS_RUNNING);
 		W.backoff_ms = 0;
@@ -1205,6 +1213,14 @@ stream_ext_kafka_worker_main(Datum main_arg)
 	{
 		bool		keep_going = true;
 
+		/*
+		 * The loop waits in librdkafka, not on a latch, so nothing else
+		 * notices the postmaster's death: an orphan would go on consuming
+		 * and keep the shared memory, and a new postmaster refuses to start
+		 * while it is attached.  (Cheap: a flag set by a signal on Linux.)
+		 */
+		if (!PostmasterIsAlive())
+			proc_exit(1);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{

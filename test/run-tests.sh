@@ -142,6 +142,10 @@ run_tap() {
 			PG_CONFIG="$PG_CONFIG" PG_BINDIR="$PG_BINDIR" \
 			STREAM_EXT_ROOT="$tree" STREAM_EXT_TMP="$STREAM_EXT_TMP" \
 			STREAM_EXT_BROKER="$broker" CI="${CI:-}" \
+			STREAM_EXT_CRASH_ITERATIONS="${STREAM_EXT_CRASH_ITERATIONS:-}" \
+			STREAM_EXT_CRASH_CHUNK="${STREAM_EXT_CRASH_CHUNK:-}" \
+			STREAM_EXT_CRASH_SEED="${STREAM_EXT_CRASH_SEED:-}" \
+			STREAM_EXT_OUTAGE_SECS="${STREAM_EXT_OUTAGE_SECS:-}" \
 			timeout --kill-after=30 "$TEST_TIMEOUT" prove "t/$n.pl" \
 			>"$outdir/$n.out" 2>&1 || rc=$?
 		if [[ $rc -eq 0 ]]; then

@@ -10,6 +10,12 @@
  *
  * on stdout, and serves until it receives SIGINT or SIGTERM.
  *
+ * Outages: SIGUSR1 takes every broker down (open connections are closed
+ * and new ones are refused, as when a broker stops) and SIGUSR2 brings
+ * them up again, on the same ports and with every topic, message and
+ * offset kept (a restart of the program would lose them: the mock cluster
+ * lives in memory).  Each transition prints "down" or "up" on stdout.
+ *
  * Usage: stream_ext_broker [--brokers N] [--partitions N] [--topic T]...
  *                          [--missing-topic T]... [--bootstrap-file PATH]
  *
@@ -31,12 +37,18 @@
 #include <librdkafka/rdkafka_mock.h>
 
 static volatile sig_atomic_t stop_requested = 0;
+static volatile sig_atomic_t down_requested = 0;
+static volatile sig_atomic_t up_requested = 0;
 
 static void
 on_signal(int sig)
 {
-	(void) sig;
-	stop_requested = 1;
+	if (sig == SIGUSR1)
+		down_requested = 1;
+	else if (sig == SIGUSR2)
+		up_requested = 1;
+	else
+		stop_requested = 1;
 }
 
 static void
@@ -143,11 +155,27 @@ main(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGUSR1, on_signal);
+	signal(SIGUSR2, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
 	while (!stop_requested)
 	{
 		rd_kafka_poll(rk, 100);
+		if (down_requested)
+		{
+			down_requested = 0;
+			rd_kafka_mock_broker_set_down(mc, -1);
+			printf("down\n");
+			fflush(stdout);
+		}
+		if (up_requested)
+		{
+			up_requested = 0;
+			rd_kafka_mock_broker_set_up(mc, -1);
+			printf("up\n");
+			fflush(stdout);
+		}
 	}
 
 	rd_kafka_mock_cluster_destroy(mc);
