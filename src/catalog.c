@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
@@ -399,4 +400,78 @@ catalog_set_stream_retention(Oid relid, Interval *retention)
 		elog(ERROR, "could not record the retention of stream %u", relid);
 	SPI_finish();
 	catalog_end_write(save_userid, save_sec);
+}
+
+/*
+ * Record the dependencies of a stream and of its continuous views that are
+ * missing.  pg_dump does not dump dependencies: after a restore the
+ * materializations would no longer go with their views, the maintenance
+ * triggers with theirs, the streams with the extension.  pg_restore
+ * creates triggers after the data of stream_ext's catalog is loaded, so
+ * the utility hook calls this after each CREATE TRIGGER running one of
+ * stream_ext's trigger functions on a stream; on a stream created by
+ * create_stream() and views created by CREATE VIEW it finds nothing to do.
+ * Returns the number of dependencies recorded.
+ */
+int
+catalog_restore_dependencies(Oid streamid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(streamid)};
+	int			rc;
+	int			n = 0;
+
+	SPI_connect();
+	rc = SPI_execute_with_args(
+		"WITH v AS (SELECT view::pg_catalog.oid AS view, stream::pg_catalog.oid AS stream,"
+		"                  matrel::pg_catalog.oid AS matrel, aux_tables"
+		"             FROM stream_ext.view_catalog WHERE stream = $1),"
+		" want (classid, objid, refclassid, refobjid, deptype) AS ("
+		"  SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, v.matrel,"
+		"         'pg_catalog.pg_class'::pg_catalog.regclass, v.view, 'i' FROM v"
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_class', v.matrel, 'pg_catalog.pg_class', v.stream, 'n' FROM v"
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_class', a.aux::pg_catalog.oid, 'pg_catalog.pg_class', v.view, 'i'"
+		"    FROM v, pg_catalog.unnest(v.aux_tables) AS a(aux)"
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_trigger', t.oid, 'pg_catalog.pg_class', v.view, 'a'"
+		"    FROM v JOIN pg_catalog.pg_trigger t ON t.tgrelid = v.stream"
+		"    JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid"
+		"   WHERE p.proname = 'maintain'"
+		"     AND p.pronamespace = 'stream_ext'::pg_catalog.regnamespace"
+		"     AND t.tgnargs = 1"
+		"     AND pg_catalog.to_regclass(pg_catalog.convert_from(pg_catalog.substring(t.tgargs, 1,"
+		"           pg_catalog.length(t.tgargs) - 1), pg_catalog.current_setting('server_encoding')))"
+		"         OPERATOR(pg_catalog.=) v.matrel"
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_class', s.stream::pg_catalog.oid, 'pg_catalog.pg_extension', e.oid, 'n'"
+		"    FROM stream_ext.stream_catalog s, pg_catalog.pg_extension e"
+		"   WHERE s.stream = $1 AND e.extname = 'stream_ext')"
+		" SELECT w.classid::pg_catalog.oid, w.objid, w.refclassid::pg_catalog.oid, w.refobjid, w.deptype::pg_catalog.\"char\""
+		"   FROM want w"
+		"  WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d"
+		"                     WHERE d.classid = w.classid AND d.objid = w.objid"
+		"                       AND d.refclassid = w.refclassid AND d.refobjid = w.refobjid)",
+		1, argtypes, values, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext dependency lookup failed: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		ObjectAddress obj;
+		ObjectAddress ref;
+
+		ObjectAddressSet(obj, DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull)),
+						 DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)));
+		ObjectAddressSet(ref, DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull)),
+						 DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull)));
+		recordDependencyOn(&obj, &ref,
+						   (DependencyType) DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull)));
+		n++;
+	}
+	SPI_finish();
+	return n;
 }

@@ -521,6 +521,19 @@ check_alter(Node *parsetree)
 	}
 }
 
+/* stream_ext.maintain or stream_ext.reject_stream_modification? */
+static bool
+is_stream_ext_trigger_function(List *funcname)
+{
+	char	   *schema;
+	char	   *name;
+
+	DeconstructQualifiedName(funcname, &schema, &name);
+	return schema != NULL && strcmp(schema, "stream_ext") == 0 &&
+		(strcmp(name, "maintain") == 0 ||
+		 strcmp(name, "reject_stream_modification") == 0);
+}
+
 static void
 stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 						  bool readOnlyTree, ProcessUtilityContext context,
@@ -529,6 +542,7 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		drops = false;
+	CreateTrigStmt *trigger = NULL;
 
 	if (IsA(parsetree, ViewStmt))
 	{
@@ -568,6 +582,9 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		drops = !((DropStmt *) parsetree)->concurrent;
 	else if (IsA(parsetree, DropOwnedStmt))
 		drops = true;
+	else if (IsA(parsetree, CreateTrigStmt) &&
+			 is_stream_ext_trigger_function(((CreateTrigStmt *) parsetree)->funcname))
+		trigger = (CreateTrigStmt *) parsetree;
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
@@ -578,6 +595,15 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
 		notify_pgrst_reload();
+
+	/* pg_restore creating a stream's triggers: see catalog_restore_dependencies() */
+	if (trigger && stream_ext_installed())
+	{
+		Oid			relid = RangeVarGetRelid(trigger->relation, NoLock, true);
+
+		if (OidIsValid(relid) && catalog_is_stream(relid))
+			(void) catalog_restore_dependencies(relid);
+	}
 }
 
 void

@@ -1,0 +1,197 @@
+# pg_dump / pg_restore of a database with streams, continuous views (with
+# count(DISTINCT) side tables, a keyless view, odd identifiers, a view owned
+# by a non-superuser) and Kafka sources with stored offsets and dead
+# letters: custom format through pg_restore and plain format through psql,
+# each into a fresh database.  After the restore stream_ext's catalog says
+# the same, the views equal the oracle, keep being maintained as rows
+# arrive, and the objects keep their dependencies (DROP VIEW takes the
+# materialization along, DROP EXTENSION needs CASCADE).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $node = PostgreSQL::Test::Cluster->new('dump');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'stream_ext'\n");
+$node->start;
+
+sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
+
+$node->safe_psql('postgres', 'CREATE ROLE alice LOGIN; CREATE DATABASE src;');
+sql('src', q{
+CREATE EXTENSION stream_ext;
+CREATE SCHEMA "Sch ema" AUTHORIZATION alice;
+SELECT stream_ext.create_stream('clicks', 'url text, uid int, ts timestamptz, v int');
+CREATE VIEW per_url WITH (continuous) AS
+  SELECT url, date_bin('1 hour', ts, '2000-01-01') AS hour, count(*) AS n, sum(v) AS s,
+         avg(v) AS a, count(DISTINCT uid) AS users
+    FROM clicks GROUP BY url, hour;
+CREATE VIEW total WITH (continuous) AS
+  SELECT count(*) AS n, max(v) AS mx, min(url) AS first_url FROM clicks;
+SET ROLE alice;
+SELECT stream_ext.create_stream('"Sch ema"."Odd Stream"', '"Weird Col" text, n int');
+CREATE VIEW "Sch ema"."Odd View" WITH (continuous) AS
+  SELECT "Weird Col", count(*) AS c, sum(n) AS "Total"
+    FROM "Sch ema"."Odd Stream" GROUP BY "Weird Col";
+SELECT stream_ext.create_kafka_source('alice src', '"Sch ema"."Odd Stream"', 'localhost:1',
+       'odd', 'csv', '{"columns": ["Weird Col", "n"]}');
+RESET ROLE;
+SELECT stream_ext.create_kafka_source('src_a', 'clicks', 'localhost:1', 'topic_a', 'json',
+       '{"batch_size": 10}');
+-- what the workers would have stored
+INSERT INTO stream_ext.kafka_offsets (source, partition, next_offset, high_watermark)
+  VALUES ('src_a', 0, 42, 50), ('src_a', 1, 7, NULL), ('alice src', 0, 3, 3);
+INSERT INTO stream_ext.dead_letters (source, partition, "offset", payload, error)
+  VALUES ('src_a', 0, 41, 'oops', 'invalid input syntax for type json');
+});
+
+my $next = 1;
+
+sub insert_rows
+{
+	my ($db, $n) = @_;
+	my ($from, $to) = ($next, $next + $n - 1);
+	$next += $n;
+	sql($db, qq{
+INSERT INTO clicks (url, uid, ts, v)
+  SELECT '/p' || (i % 3), i % 7, '2024-01-01'::timestamptz + i * interval '10 minutes', i
+    FROM generate_series($from, $to) i;
+SET ROLE alice;
+INSERT INTO "Sch ema"."Odd Stream" ("Weird Col", n)
+  SELECT CASE WHEN i % 4 = 0 THEN NULL ELSE 'it''s ' || (i % 4) END, i
+    FROM generate_series($from, $to) i;
+});
+}
+
+# each view and the same query as plain SQL over its stream
+sub base_oracle
+{
+	return (
+		'per_url' => q{SELECT url, date_bin('1 hour', ts, '2000-01-01'), count(*), sum(v), avg(v),
+                              count(DISTINCT uid) FROM clicks GROUP BY 1, 2},
+		'total' => q{SELECT count(*), max(v), min(url) FROM clicks},
+		'"Sch ema"."Odd View"' =>
+		  q{SELECT "Weird Col", count(*), sum(n) FROM "Sch ema"."Odd Stream" GROUP BY 1});
+}
+my %oracle = base_oracle();
+
+# rows of a view that its query does not give, and back: none
+sub check_oracle
+{
+	my ($db, $what, @views) = @_;
+	@views = sort keys %oracle unless @views;
+	for my $v (@views)
+	{
+		my $q = $oracle{$v};
+		is( sql($db, qq{SELECT count(*) FROM ((TABLE $v EXCEPT ALL $q) UNION ALL
+                                               ($q EXCEPT ALL TABLE $v)) d}),
+			'0', "$db: $v equals its query over the stream $what");
+	}
+}
+
+insert_rows('src', 300);
+check_oracle('src', 'before the dump');
+
+# everything stream_ext knows, by name
+my $catalog_sql = q{
+SELECT 'stream', stream::text FROM stream_ext.stream_catalog
+UNION ALL
+SELECT 'view', concat_ws(' | ', view::text, stream::text, matrel::text, aux_tables::text,
+                         definition, maintain_sql, distinct_sql::text, timezone)
+  FROM stream_ext.view_catalog
+UNION ALL
+SELECT 'source', concat_ws(' | ', id, name, stream::text, brokers, topic, format, options::text,
+                           owner::text, state, last_error)
+  FROM stream_ext.kafka_sources
+UNION ALL
+SELECT 'offset', concat_ws(' | ', source, partition, next_offset, high_watermark)
+  FROM stream_ext.kafka_offsets
+UNION ALL
+SELECT 'dead letter', concat_ws(' | ', id, source, partition, "offset", payload, error)
+  FROM stream_ext.dead_letters
+ORDER BY 1, 2};
+my $catalog = sql('src', $catalog_sql);
+like($catalog, qr/source\|2 \| src_a \| clicks/, 'the catalog lists the sources');
+
+my $dir = $PostgreSQL::Test::Utils::tmp_check;
+$node->command_ok([ 'pg_dump', '-Fc', '-d', $node->connstr('src'), '-f', "$dir/src.dump" ],
+	'pg_dump -Fc');
+$node->command_ok([ 'pg_dump', '-Fp', '-d', $node->connstr('src'), '-f', "$dir/src.sql" ],
+	'pg_dump -Fp');
+
+# the extension's own objects are not in the dump, only CREATE EXTENSION
+# and the data of its configuration tables
+my $plain = slurp_file("$dir/src.sql");
+unlike($plain, qr/CREATE (TABLE|VIEW|FUNCTION) stream_ext\./, 'no extension member in the dump');
+like($plain, qr/CREATE EXTENSION IF NOT EXISTS stream_ext/, 'CREATE EXTENSION in the dump');
+like($plain, qr/COPY stream_ext\.view_catalog/, 'view_catalog rows in the dump');
+
+sub run_quiet
+{
+	my ($what, @cmd) = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run(\@cmd, '>', \$out, '2>', \$err);
+	ok($ok && $err eq '', "$what succeeds without a message") or diag("$out\n$err");
+}
+
+$node->safe_psql('postgres', 'CREATE DATABASE custom; CREATE DATABASE plain;');
+run_quiet('pg_restore', 'pg_restore', '-d', $node->connstr('custom'), "$dir/src.dump");
+run_quiet('psql -f (plain dump)', 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d',
+	$node->connstr('plain'), '-f', "$dir/src.sql");
+
+my $saved_next = $next;
+for my $db ('custom', 'plain')
+{
+	$next = $saved_next;
+	%oracle = base_oracle();
+	is(sql($db, $catalog_sql), $catalog, "$db: stream_ext's catalog is the same after the restore");
+	check_oracle($db, 'after the restore');
+
+	insert_rows($db, 200);
+	check_oracle($db, 'after more rows');
+	is(sql($db, 'SELECT n FROM total'), $next - 1, "$db: total counts every row");
+
+	# alice keeps her objects, and sees only her source
+	is(sql($db, q{SELECT pg_get_userbyid(relowner) FROM pg_class
+                   WHERE oid = '"Sch ema"."Odd View"'::regclass}), 'alice', "$db: alice owns her view");
+	is(sql($db, 'SET ROLE alice; SELECT string_agg(name, \',\') FROM stream_ext.kafka_sources'),
+		'alice src', "$db: alice sees only her source");
+
+	# a new source does not collide with the restored ids
+	sql($db, q{SELECT stream_ext.create_kafka_source('src_b', 'clicks', 'localhost:1', 't', 'json')});
+	is(sql($db, q{SELECT id FROM stream_ext.kafka_sources WHERE name = 'src_b'}), '3',
+		"$db: the sources' id sequence is restored");
+
+	# a new view over the restored stream starts from the rows it holds
+	sql($db, q{CREATE VIEW per_uid WITH (continuous) AS SELECT uid, count(*) AS n FROM clicks GROUP BY uid});
+	$oracle{per_uid} = 'SELECT uid, count(*) FROM clicks GROUP BY uid';
+	insert_rows($db, 50);
+	check_oracle($db, 'with a view created after the restore');
+
+	# dependencies: the view takes its materialization and trigger along
+	sql($db, 'DROP VIEW total; DROP VIEW per_url');
+	is(sql($db, q{SELECT count(*) FROM pg_class WHERE relname LIKE 'total%' OR relname LIKE 'per_url%'}),
+		'0', "$db: DROP VIEW drops the materialization and side tables of a restored view");
+	is(sql($db, q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'clicks'::regclass
+                    AND tgname LIKE 'stream_ext_maintain%'}),
+		'1', "$db: and their triggers");
+	delete $oracle{total};
+	delete $oracle{per_url};
+	insert_rows($db, 10);
+	check_oracle($db, 'after dropping the other views');
+
+	my ($ret, $out, $err) = $node->psql($db, 'DROP EXTENSION stream_ext');
+	like($err, qr/other objects depend on it/, "$db: DROP EXTENSION needs CASCADE");
+	like($err, qr/table clicks depends on extension stream_ext/, "$db: the streams depend on the extension");
+	sql($db, 'DROP VIEW per_uid');
+	delete $oracle{per_uid};
+	sql($db, 'DROP EXTENSION stream_ext CASCADE');
+	is(sql($db, q{SELECT count(*) FROM pg_class WHERE relname IN ('clicks', 'Odd Stream', 'Odd View')}),
+		'0', "$db: DROP EXTENSION CASCADE drops the restored streams and views");
+}
+
+done_testing();
