@@ -15,6 +15,7 @@
 #                       tap/001_restart, integration/kafka_json) contains "sub"
 #   TEST_TIMEOUT=secs   per TAP file / integration script / isolation spec
 #                       (default 900); the pg_regress run gets 3x that
+#   STREAM_EXT_FUZZ_SECONDS=secs  how long tap/050_fuzz_decode fuzzes (default 60)
 #   STREAM_EXT_KEEP_CLUSTER=1   leave the cluster running at the end (prints
 #                       the env file to source and how to stop it)
 # Outputs (diffs, logs) are kept in test/tmp/ until the next run.
@@ -146,6 +147,7 @@ run_tap() {
 			STREAM_EXT_CRASH_CHUNK="${STREAM_EXT_CRASH_CHUNK:-}" \
 			STREAM_EXT_CRASH_SEED="${STREAM_EXT_CRASH_SEED:-}" \
 			STREAM_EXT_OUTAGE_SECS="${STREAM_EXT_OUTAGE_SECS:-}" \
+			STREAM_EXT_FUZZ_SECONDS="${STREAM_EXT_FUZZ_SECONDS:-}" \
 			timeout --kill-after=30 "$TEST_TIMEOUT" prove "t/$n.pl" \
 			>"$outdir/$n.out" 2>&1 || rc=$?
 		if [[ $rc -eq 0 ]]; then
