@@ -122,6 +122,38 @@ catalog_stream_has_views(Oid relid)
 							 relid, false) > 0;
 }
 
+/*
+ * A continuous view (as text) whose materialization or a side table is in
+ * schema nspid, or NULL.
+ */
+char *
+catalog_view_in_schema(Oid nspid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(nspid)};
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *result = NULL;
+	int			rc;
+
+	SPI_connect();
+	rc = SPI_execute_with_args("SELECT v.view::pg_catalog.text FROM stream_ext.view_catalog v"
+							   " WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+							   "  WHERE c.relnamespace = $1"
+							   "    AND (c.oid = v.matrel OR c.oid = ANY (v.aux_tables)))"
+							   " ORDER BY 1 LIMIT 1",
+							   1, argtypes, values, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		result = MemoryContextStrdup(cxt, v);
+	}
+	SPI_finish();
+	return result;
+}
+
 void
 catalog_insert_stream(Oid relid)
 {

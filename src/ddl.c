@@ -495,13 +495,39 @@ check_alter(Node *parsetree)
 						 errhint("Drop the continuous views of the stream first.")));
 		}
 	}
+	else if (IsA(parsetree, AlterObjectSchemaStmt))
+	{
+		AlterObjectSchemaStmt *stmt = (AlterObjectSchemaStmt *) parsetree;
+		Oid			relid;
+
+		if (stmt->relation == NULL)
+			return;
+		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (OidIsValid(relid) && catalog_is_matrel(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot move \"%s\" to another schema: it belongs to a continuous view",
+							stmt->relation->relname)));
+	}
 	else if (IsA(parsetree, RenameStmt))
 	{
 		RenameStmt *stmt = (RenameStmt *) parsetree;
 		Oid			relid;
 
 		if (stmt->renameType == OBJECT_SCHEMA)
+		{
+			/* maintenance statements name their tables schema-qualified */
+			Oid			nspid = get_namespace_oid(stmt->subname, true);
+			char	   *view = OidIsValid(nspid) ? catalog_view_in_schema(nspid) : NULL;
+
+			if (view)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename schema \"%s\": it holds the materialization of continuous view %s",
+								stmt->subname, view),
+						 errhint("Drop the continuous views whose materializations are in the schema, rename it, and create them again.")));
 			return;
+		}
 		if (stmt->relation == NULL)
 			return;
 		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
@@ -573,7 +599,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			}
 		}
 	}
-	else if (IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt))
+	else if (IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt) ||
+			 IsA(parsetree, AlterObjectSchemaStmt))
 	{
 		if (stream_ext_installed())
 			check_alter(parsetree);
