@@ -16,7 +16,8 @@ set -euo pipefail
 #                                       it compiles bitcode with /usr/bin/clang-14
 #                                       and installs it with llvm-lto; the build
 #                                       fails without them
-#   libclang-rt-14-dev                  clang runtime libs (sanitizer builds)
+#   libclang-rt-14-dev                  clang runtime libs (sanitizer builds,
+#                                       libFuzzer for test/fuzz/)
 #   librdkafka-dev, kcat                Kafka ingest and its tests
 #   postgresql-15-cron                  pg_cron (preloaded by the test cluster)
 #   libipc-run-perl, perl               TAP tests (prove, IPC::Run)

@@ -48,7 +48,8 @@ CREATE FUNCTION fuzz_decode(regclass[], text[], jsonb[], text, text[]) RETURNS v
 $node->stop;
 
 # ---- fuzz ---------------------------------------------------------------------
-my $work = "$PostgreSQL::Test::Utils::tmp_check/fuzz";
+# under log/: run-tests.sh keeps it in test/tmp/tap/log/fuzz/
+my $work = "$PostgreSQL::Test::Utils::log_path/fuzz";
 make_path("$work/corpus", "$work/artifacts");
 
 my @args = (
