@@ -55,3 +55,74 @@ DROP ROLE se_owner;
 DROP ROLE se_writer;
 DROP ROLE se_other;
 SELECT count(*) AS views FROM stream_ext.continuous_views;
+
+-- Row-level security on a stream.  A continuous view aggregates every row
+-- of its stream (maintenance reads the inserted rows, not the stream), so
+-- it could not apply policies: a role that row-level security restricts
+-- cannot create one, and while such a view exists, RLS that would
+-- restrict its owner is refused, and maintenance refuses to run.
+CREATE ROLE se_rls_owner;
+CREATE ROLE se_rls_reader;
+CREATE SCHEMA se_rls AUTHORIZATION se_rls_owner;
+GRANT USAGE, CREATE ON SCHEMA se_rls TO se_rls_reader;
+SET ROLE se_rls_owner;
+SELECT stream_ext.create_stream('se_rls.ev', 'tenant text, v int');
+INSERT INTO se_rls.ev VALUES ('a', 1), ('b', 2);
+ALTER TABLE se_rls.ev ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_a ON se_rls.ev FOR SELECT TO se_rls_reader USING (tenant = 'a');
+CREATE POLICY anyone_inserts ON se_rls.ev FOR INSERT TO se_rls_reader WITH CHECK (true);
+GRANT SELECT, INSERT ON se_rls.ev TO se_rls_reader;
+-- the owner is not subject to its table's policies (no FORCE): its view
+-- shows every row, like an ordinary view it owns
+CREATE VIEW se_rls.by_tenant WITH (continuous) AS
+  SELECT tenant, sum(v) AS s, count(*) AS n FROM se_rls.ev GROUP BY tenant;
+RESET ROLE;
+SET ROLE se_rls_reader;
+SELECT tenant, v FROM se_rls.ev ORDER BY tenant;
+CREATE VIEW se_rls.mine WITH (continuous) AS SELECT tenant, count(*) FROM se_rls.ev GROUP BY tenant;
+INSERT INTO se_rls.ev VALUES ('b', 10), ('c', 100);
+RESET ROLE;
+SELECT * FROM se_rls.by_tenant ORDER BY tenant;
+-- FORCE would subject the view's owner to the policies
+SET ROLE se_rls_owner;
+ALTER TABLE se_rls.ev FORCE ROW LEVEL SECURITY;
+RESET ROLE;
+-- a view owner who stops owning the stream: maintenance refuses
+ALTER TABLE se_rls.ev OWNER TO se_rls_reader;
+INSERT INTO se_rls.ev VALUES ('a', 1000);
+ALTER TABLE se_rls.ev OWNER TO se_rls_owner;
+GRANT SELECT, INSERT ON se_rls.ev TO se_rls_reader;
+INSERT INTO se_rls.ev VALUES ('a', 1000);
+SELECT * FROM se_rls.by_tenant ORDER BY tenant;
+-- a stream without RLS, read by another role's view: enabling RLS is refused
+ALTER TABLE se_rls.ev DISABLE ROW LEVEL SECURITY;
+SET ROLE se_rls_reader;
+CREATE VIEW se_rls.mine WITH (continuous) AS SELECT tenant, count(*) AS n FROM se_rls.ev GROUP BY tenant;
+RESET ROLE;
+SET ROLE se_rls_owner;
+ALTER TABLE se_rls.ev ENABLE ROW LEVEL SECURITY;
+DROP VIEW se_rls.mine;
+ALTER TABLE se_rls.ev ENABLE ROW LEVEL SECURITY;
+RESET ROLE;
+-- roles with BYPASSRLS are not restricted
+ALTER ROLE se_rls_reader BYPASSRLS;
+SET ROLE se_rls_reader;
+CREATE VIEW se_rls.mine WITH (continuous) AS SELECT tenant, count(*) AS n FROM se_rls.ev GROUP BY tenant;
+SELECT * FROM se_rls.mine ORDER BY tenant;
+RESET ROLE;
+-- ... until they lose it
+ALTER ROLE se_rls_reader NOBYPASSRLS;
+INSERT INTO se_rls.ev VALUES ('d', 1);
+ALTER ROLE se_rls_reader BYPASSRLS;
+INSERT INTO se_rls.ev VALUES ('d', 1);
+SELECT (SELECT count(*) FROM ((TABLE se_rls.mine EXCEPT ALL SELECT tenant, count(*) FROM se_rls.ev GROUP BY 1)
+                              UNION ALL
+                              (SELECT tenant, count(*) FROM se_rls.ev GROUP BY 1 EXCEPT ALL TABLE se_rls.mine)) d)
+     + (SELECT count(*) FROM ((TABLE se_rls.by_tenant EXCEPT ALL SELECT tenant, sum(v), count(*) FROM se_rls.ev GROUP BY 1)
+                              UNION ALL
+                              (SELECT tenant, sum(v), count(*) FROM se_rls.ev GROUP BY 1 EXCEPT ALL TABLE se_rls.by_tenant)) d)
+  AS differences;
+DROP SCHEMA se_rls CASCADE;
+DROP ROLE se_rls_owner;
+DROP ROLE se_rls_reader;
+SELECT count(*) AS views FROM stream_ext.continuous_views;

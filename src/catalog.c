@@ -154,6 +154,37 @@ catalog_view_in_schema(Oid nspid)
 	return result;
 }
 
+/* the owners of the continuous views of stream relid */
+List *
+catalog_view_owners(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	int			rc;
+
+	SPI_connect();
+	rc = SPI_execute_with_args("SELECT DISTINCT c.relowner FROM stream_ext.view_catalog v"
+							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+							   " WHERE v.stream = $1",
+							   1, argtypes, values, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		result = lappend_oid(result, owner);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
 void
 catalog_insert_stream(Oid relid)
 {

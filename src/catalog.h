@@ -33,6 +33,7 @@ extern bool catalog_is_stream(Oid relid);
 extern bool catalog_is_matrel(Oid relid);
 extern bool catalog_stream_has_views(Oid relid);
 extern char *catalog_view_in_schema(Oid nspid);
+extern List *catalog_view_owners(Oid relid);
 extern void catalog_insert_stream(Oid relid);
 extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 								List *aux_tables, const char *definition,

@@ -302,6 +302,21 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	/* the creator must be able to read everything the view reads */
 	ExecCheckRTPerms(query->rtable, true);
 
+	/* ... every row of it: no row-level security may hide any from them */
+	{
+		bool		enabled;
+		bool		forced;
+
+		stream_rls_flags(plan.streamid, &enabled, &forced);
+		if (stream_rls_applies(plan.streamid, GetUserId(), enabled, forced))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot create a continuous view over stream \"%s\": row-level security applies to you",
+							get_rel_name(plan.streamid)),
+					 errdetail("A continuous view aggregates every row inserted into its stream and cannot apply row-level security policies to them."),
+					 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
+	}
+
 	/*
 	 * Keep writers out of the stream until we commit: rows committed before
 	 * are backfilled, rows inserted after see the maintenance trigger.
@@ -461,6 +476,39 @@ is_stream_with_views(Oid relid)
 }
 
 /*
+ * ENABLE or FORCE ROW LEVEL SECURITY on a stream: refused if the policies
+ * would then apply to the owner of one of its continuous views.
+ */
+static void
+check_rls_change(Oid relid, bool force, const char *relname)
+{
+	bool		enabled;
+	bool		forced;
+	List	   *owners;
+	ListCell   *lc;
+
+	stream_rls_flags(relid, &enabled, &forced);
+	if (force)
+		forced = true;
+	else
+		enabled = true;
+	owners = catalog_view_owners(relid);
+	foreach(lc, owners)
+	{
+		Oid			owner = lfirst_oid(lc);
+
+		if (stream_rls_applies(relid, owner, enabled, forced))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot %s row-level security on stream \"%s\": it would apply to %s, who owns a continuous view of it",
+							force ? "force" : "enable", relname,
+							GetUserNameFromId(owner, false)),
+					 errdetail("A continuous view aggregates every row of its stream; it would show rows its owner cannot read."),
+					 errhint("Drop the continuous views of roles the policies would restrict first.")));
+	}
+}
+
+/*
  * Refuse DDL that would break continuous views: changing columns of a
  * stream that views read, or altering a materialization directly.
  */
@@ -486,6 +534,9 @@ check_alter(Node *parsetree)
 		{
 			AlterTableCmd *cmd = lfirst(lc);
 
+			if (cmd->subtype == AT_EnableRowSecurity || cmd->subtype == AT_ForceRowSecurity)
+				check_rls_change(relid, cmd->subtype == AT_ForceRowSecurity,
+								 stmt->relation->relname);
 			if (cmd->subtype == AT_DropColumn || cmd->subtype == AT_AlterColumnType)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

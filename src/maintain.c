@@ -31,8 +31,12 @@
 #include "portability/instr_time.h"
 #include "nodes/plannodes.h"
 #include "optimizer/planner.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "catalog/pg_class.h"
+#include "access/htup_details.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -309,6 +313,55 @@ pin_setting(const char *name, const char *value)
 								 GUC_ACTION_SAVE, true, 0, false);
 }
 
+/* ---- row-level security ------------------------------------------------ */
+
+bool
+stream_rls_applies(Oid relid, Oid roleid, bool enabled, bool forced)
+{
+	if (!enabled)
+		return false;
+	if (superuser_arg(roleid) || has_bypassrls_privilege(roleid))
+		return false;
+	/* the owner is exempt unless FORCE ROW LEVEL SECURITY */
+	if (!forced && pg_class_ownercheck(relid, roleid))
+		return false;
+	return true;
+}
+
+void
+stream_rls_flags(Oid relid, bool *enabled, bool *forced)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	*enabled = ((Form_pg_class) GETSTRUCT(tup))->relrowsecurity;
+	*forced = ((Form_pg_class) GETSTRUCT(tup))->relforcerowsecurity;
+	ReleaseSysCache(tup);
+}
+
+/*
+ * Refuse to fold rows the view's owner may not read into the view: RLS
+ * that applies to the owner can only have come after the view was created
+ * (the stream or the view changed owner, a role lost BYPASSRLS).
+ */
+static void
+check_stream_rls(Relation stream, MaintEntry *entry)
+{
+	if (!stream->rd_rel->relrowsecurity)
+		return;
+	if (stream_rls_applies(RelationGetRelid(stream), entry->cat.owner, true,
+						   stream->rd_rel->relforcerowsecurity))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot maintain continuous view \"%s\": row-level security of stream \"%s\" applies to its owner %s",
+						get_rel_name(entry->cat.viewid),
+						RelationGetRelationName(stream),
+						GetUserNameFromId(entry->cat.owner, false)),
+				 errdetail("A continuous view aggregates every row of its stream; it would show rows its owner cannot read."),
+				 errhint("Give the view to the stream's owner or to a role with BYPASSRLS, or drop it.")));
+}
+
 /*
  * stream_ext.maintain(materialization) — statement-level AFTER INSERT
  * trigger on a stream, REFERENCING NEW TABLE AS stream_ext_new.
@@ -345,6 +398,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 
 	entry = get_entry(trigdata->tg_trigger);
+	check_stream_rls(trigdata->tg_relation, entry);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -17,4 +17,12 @@ extern int	stream_ext_maintenance_depth;
 
 extern void maintain_init(void);
 
+/*
+ * Would row-level security of stream relid restrict what roleid reads, if
+ * RLS were enabled/forced as given?  A continuous view aggregates every row
+ * of its stream, so its owner must be able to read them all.
+ */
+extern bool stream_rls_applies(Oid relid, Oid roleid, bool enabled, bool forced);
+extern void stream_rls_flags(Oid relid, bool *enabled, bool *forced);
+
 #endif							/* STREAM_EXT_MAINTAIN_H */
