@@ -29,6 +29,10 @@ SET ROLE se_other;
 CREATE VIEW se_other_view WITH (continuous) AS SELECT count(*) FROM se_app.events;
 -- nor write the catalog
 INSERT INTO stream_ext.stream_catalog VALUES ('se_app.events');
+-- nor create a stream where it may not create tables, nor a Kafka source
+-- feeding a stream it may not insert into
+SELECT stream_ext.create_stream('se_app.mine', 'x int');
+SELECT stream_ext.create_kafka_source('se_other_src', 'se_app.events', 'localhost:1', 't');
 RESET ROLE;
 
 -- column privileges are honoured too
