@@ -1,6 +1,6 @@
 # pg_dump / pg_restore of a database with streams, continuous views (with
-# count(DISTINCT) side tables, a keyless view, odd identifiers, a view owned
-# by a non-superuser) and Kafka sources with stored offsets and dead
+# count(DISTINCT) side tables, a keyless view, a hopping window, a session
+# window, odd identifiers, a view owned by a non-superuser) and Kafka sources with stored offsets and dead
 # letters: custom format through pg_restore and plain format through psql,
 # each into a fresh database.  After the restore stream_ext's catalog says
 # the same, the views equal the oracle, keep being maintained as rows
@@ -32,6 +32,12 @@ CREATE VIEW per_url WITH (continuous) AS
     FROM clicks GROUP BY url, hour;
 CREATE VIEW total WITH (continuous) AS
   SELECT count(*) AS n, max(v) AS mx, min(url) AS first_url FROM clicks;
+CREATE VIEW per_url_hop WITH (continuous) AS
+  SELECT url, w.window_start, count(*) AS n, sum(v) AS s
+    FROM clicks, stream_ext.hop(ts, '1 hour', '20 minutes') AS w(window_start)
+   GROUP BY url, w.window_start;
+CREATE VIEW visits WITH (continuous, session_gap = '90 minutes', time_column = 'ts') AS
+  SELECT uid, count(*) AS n, sum(v) AS s FROM clicks GROUP BY uid;
 SET ROLE alice;
 SELECT stream_ext.create_stream('"Sch ema"."Odd Stream"', '"Weird Col" text, n int');
 CREATE VIEW "Sch ema"."Odd View" WITH (continuous) AS
@@ -58,7 +64,8 @@ sub insert_rows
 	$next += $n;
 	sql($db, qq{
 INSERT INTO clicks (url, uid, ts, v)
-  SELECT '/p' || (i % 3), i % 7, '2024-01-01'::timestamptz + i * interval '10 minutes', i
+  SELECT '/p' || (i % 3), i % 7,
+         '2024-01-01'::timestamptz + i * interval '10 minutes' + (i % 5) * interval '13 minutes', i
     FROM generate_series($from, $to) i;
 SET ROLE alice;
 INSERT INTO "Sch ema"."Odd Stream" ("Weird Col", n)
@@ -74,6 +81,16 @@ sub base_oracle
 		'per_url' => q{SELECT url, date_bin('1 hour', ts, '2000-01-01'), count(*), sum(v), avg(v),
                               count(DISTINCT uid) FROM clicks GROUP BY 1, 2},
 		'total' => q{SELECT count(*), max(v), min(url) FROM clicks},
+		'per_url_hop' => q{SELECT url, w.window_start, count(*), sum(v)
+                             FROM clicks, stream_ext.hop(ts, '1 hour', '20 minutes') AS w(window_start)
+                            GROUP BY 1, 2},
+		# gaps and islands (docs/session-windows.md)
+		'visits' => q{SELECT uid, count(*), sum(v), min(ts), max(ts)
+                        FROM (SELECT *, sum(brk) OVER (PARTITION BY uid ORDER BY ts) AS session
+                                FROM (SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY uid ORDER BY ts)
+                                                          <= '90 minutes' THEN 0 ELSE 1 END AS brk
+                                        FROM clicks WHERE ts IS NOT NULL) a) b
+                       GROUP BY uid, session},
 		'"Sch ema"."Odd View"' =>
 		  q{SELECT "Weird Col", count(*), sum(n) FROM "Sch ema"."Odd Stream" GROUP BY 1});
 }
@@ -173,14 +190,14 @@ for my $db ('custom', 'plain')
 	check_oracle($db, 'with a view created after the restore');
 
 	# dependencies: the view takes its materialization and trigger along
-	sql($db, 'DROP VIEW total; DROP VIEW per_url');
-	is(sql($db, q{SELECT count(*) FROM pg_class WHERE relname LIKE 'total%' OR relname LIKE 'per_url%'}),
+	sql($db, 'DROP VIEW total; DROP VIEW per_url; DROP VIEW per_url_hop; DROP VIEW visits');
+	is(sql($db, q{SELECT count(*) FROM pg_class
+                   WHERE relname LIKE 'total%' OR relname LIKE 'per_url%' OR relname LIKE 'visits%'}),
 		'0', "$db: DROP VIEW drops the materialization and side tables of a restored view");
 	is(sql($db, q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'clicks'::regclass
                     AND tgname LIKE 'stream_ext_maintain%'}),
 		'1', "$db: and their triggers");
-	delete $oracle{total};
-	delete $oracle{per_url};
+	delete @oracle{qw(total per_url per_url_hop visits)};
 	insert_rows($db, 10);
 	check_oracle($db, 'after dropping the other views');
 
