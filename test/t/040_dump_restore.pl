@@ -1,11 +1,12 @@
 # pg_dump / pg_restore of a database with streams, continuous views (with
-# count(DISTINCT) side tables, a keyless view, a hopping window, a session
-# window, odd identifiers, a view owned by a non-superuser) and Kafka sources with stored offsets and dead
-# letters: custom format through pg_restore and plain format through psql,
-# each into a fresh database.  After the restore stream_ext's catalog says
-# the same, the views equal the oracle, keep being maintained as rows
-# arrive, and the objects keep their dependencies (DROP VIEW takes the
-# materialization along, DROP EXTENSION needs CASCADE).
+# count(DISTINCT) side tables, a keyless view, hopping, session and sliding
+# windows, odd identifiers, a view owned by a non-superuser) and Kafka
+# sources with stored offsets and dead letters: custom format through
+# pg_restore and plain format through psql, each into a fresh database.
+# After the restore stream_ext's catalog says the same, the views equal the
+# oracle, keep being maintained as rows arrive, and the objects keep their
+# dependencies (DROP VIEW takes the materialization along, DROP EXTENSION
+# needs CASCADE).
 use strict;
 use warnings;
 
@@ -38,6 +39,8 @@ CREATE VIEW per_url_hop WITH (continuous) AS
    GROUP BY url, w.window_start;
 CREATE VIEW visits WITH (continuous, session_gap = '90 minutes', time_column = 'ts') AS
   SELECT uid, count(*) AS n, sum(v) AS s FROM clicks GROUP BY uid;
+CREATE VIEW recent WITH (continuous, sliding_window = '1 day', step = '1 minute') AS
+  SELECT url, count(*) AS n, max(v) AS mx FROM clicks GROUP BY url;
 SET ROLE alice;
 SELECT stream_ext.create_stream('"Sch ema"."Odd Stream"', '"Weird Col" text, n int');
 CREATE VIEW "Sch ema"."Odd View" WITH (continuous) AS
@@ -91,6 +94,10 @@ sub base_oracle
                                                           <= '90 minutes' THEN 0 ELSE 1 END AS brk
                                         FROM clicks WHERE ts IS NOT NULL) a) b
                        GROUP BY uid, session},
+		# sliding, by arrival time (docs/windows.md); one statement, one now()
+		'recent' => q{SELECT url, count(*), max(v) FROM clicks
+                       WHERE stream_ext.tumble(arrival_timestamp, '1 minute') >= now() - interval '1 day'
+                       GROUP BY 1},
 		'"Sch ema"."Odd View"' =>
 		  q{SELECT "Weird Col", count(*), sum(n) FROM "Sch ema"."Odd Stream" GROUP BY 1});
 }
@@ -190,14 +197,15 @@ for my $db ('custom', 'plain')
 	check_oracle($db, 'with a view created after the restore');
 
 	# dependencies: the view takes its materialization and trigger along
-	sql($db, 'DROP VIEW total; DROP VIEW per_url; DROP VIEW per_url_hop; DROP VIEW visits');
+	sql($db, 'DROP VIEW total, per_url, per_url_hop, visits, recent');
 	is(sql($db, q{SELECT count(*) FROM pg_class
-                   WHERE relname LIKE 'total%' OR relname LIKE 'per_url%' OR relname LIKE 'visits%'}),
+                   WHERE relname LIKE 'total%' OR relname LIKE 'per_url%' OR relname LIKE 'visits%'
+                      OR relname LIKE 'recent%'}),
 		'0', "$db: DROP VIEW drops the materialization and side tables of a restored view");
 	is(sql($db, q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'clicks'::regclass
                     AND tgname LIKE 'stream_ext_maintain%'}),
 		'1', "$db: and their triggers");
-	delete @oracle{qw(total per_url per_url_hop visits)};
+	delete @oracle{qw(total per_url per_url_hop visits recent)};
 	insert_rows($db, 10);
 	check_oracle($db, 'after dropping the other views');
 
