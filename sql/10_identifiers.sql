@@ -102,6 +102,54 @@ SELECT name, stream, topic, format, state FROM stream_ext.kafka_sources;
 SELECT stream_ext.drop_source('src "1"; DROP TABLE canary; --');
 SELECT count(*) AS sources FROM stream_ext.kafka_sources;
 
+-- session, hopping and sliding windows over odd names (time column too)
+SELECT stream_ext.create_stream('"Sch ema"."Ev ""Time"""', '"Who?" text, "Event Time" timestamptz, "Val ue" int');
+CREATE VIEW "Sch ema"."Sess ""ions""" WITH (continuous, session_gap = '10 minutes', time_column = 'Event Time') AS
+  SELECT "Who?", count(*) AS "N ""n""", sum("Val ue") AS "S;s" FROM "Sch ema"."Ev ""Time""" GROUP BY "Who?";
+CREATE VIEW "Sch ema"."Hop ""ping""" WITH (continuous) AS
+  SELECT "Who?", w.window_start AS "Win Start", count(*) AS "C'c"
+    FROM "Sch ema"."Ev ""Time""", stream_ext.hop("Event Time", '10 minutes', '5 minutes') AS w(window_start)
+   GROUP BY "Who?", w.window_start;
+CREATE VIEW "Sch ema"."Slid ""ing""" WITH (continuous, sliding_window = '1 hour', time_column = 'Event Time', step = '1 minute') AS
+  SELECT "Who?", count(*) AS "Recent ""n""" FROM "Sch ema"."Ev ""Time""" GROUP BY "Who?";
+INSERT INTO "Sch ema"."Ev ""Time""" SELECT 'who "' || (i % 3) || '"', now() - (i * 7 % 100) * interval '1 minute', i
+  FROM generate_series(1, 200) i;
+INSERT INTO "Sch ema"."Ev ""Time""" SELECT 'who "' || (i % 4) || '"', now() - (i * 3 % 50) * interval '1 minute', i
+  FROM generate_series(1, 50) i;
+SELECT count(*) AS session_differences FROM (
+  (TABLE "Sch ema"."Sess ""ions""" EXCEPT ALL
+   SELECT "Who?", count(*), sum("Val ue"), min("Event Time"), max("Event Time")
+     FROM (SELECT *, sum(brk) OVER (PARTITION BY "Who?" ORDER BY "Event Time") AS session
+             FROM (SELECT *, CASE WHEN "Event Time" - lag("Event Time") OVER (PARTITION BY "Who?" ORDER BY "Event Time")
+                                       <= '10 minutes' THEN 0 ELSE 1 END AS brk
+                     FROM "Sch ema"."Ev ""Time""" WHERE "Event Time" IS NOT NULL) a) b
+    GROUP BY "Who?", session)
+  UNION ALL
+  (SELECT "Who?", count(*), sum("Val ue"), min("Event Time"), max("Event Time")
+     FROM (SELECT *, sum(brk) OVER (PARTITION BY "Who?" ORDER BY "Event Time") AS session
+             FROM (SELECT *, CASE WHEN "Event Time" - lag("Event Time") OVER (PARTITION BY "Who?" ORDER BY "Event Time")
+                                       <= '10 minutes' THEN 0 ELSE 1 END AS brk
+                     FROM "Sch ema"."Ev ""Time""" WHERE "Event Time" IS NOT NULL) a) b
+    GROUP BY "Who?", session
+   EXCEPT ALL TABLE "Sch ema"."Sess ""ions""")) d;
+SELECT count(*) AS hop_differences FROM (
+  (TABLE "Sch ema"."Hop ""ping""" EXCEPT ALL
+   SELECT "Who?", w.window_start, count(*)
+     FROM "Sch ema"."Ev ""Time""", stream_ext.hop("Event Time", '10 minutes', '5 minutes') AS w(window_start) GROUP BY 1, 2)
+  UNION ALL
+  (SELECT "Who?", w.window_start, count(*)
+     FROM "Sch ema"."Ev ""Time""", stream_ext.hop("Event Time", '10 minutes', '5 minutes') AS w(window_start) GROUP BY 1, 2
+   EXCEPT ALL TABLE "Sch ema"."Hop ""ping""")) d;
+SELECT count(*) AS sliding_differences FROM (
+  (TABLE "Sch ema"."Slid ""ing""" EXCEPT ALL
+   SELECT "Who?", count(*) FROM "Sch ema"."Ev ""Time"""
+    WHERE stream_ext.tumble("Event Time", '1 minute') >= now() - interval '1 hour' GROUP BY 1)
+  UNION ALL
+  (SELECT "Who?", count(*) FROM "Sch ema"."Ev ""Time"""
+    WHERE stream_ext.tumble("Event Time", '1 minute') >= now() - interval '1 hour' GROUP BY 1
+   EXCEPT ALL TABLE "Sch ema"."Slid ""ing""")) d;
+SELECT count(*) > 0 AS has_sessions FROM "Sch ema"."Sess ""ions""";
+
 -- renaming the views and the stream keeps them maintained
 ALTER VIEW "Sch ema"."lower Case" RENAME TO "Lower ""Case""";
 ALTER TABLE "Sch ema"."My ""odd"" Stream" RENAME TO "Renamed Stream";
