@@ -16,14 +16,23 @@
  * (postgres --single), because libFuzzer ends the process with exit().
  *
  * Each input: the first byte selects the decoder ((byte - '0') mod 256 mod
- * ndecoders, so seed files start with '0', '1', ...), the rest is the
- * message payload (none: a one-byte input is a tombstone); the message
+ * (ndecoders + 1), so seed files start with '0', '1', ...), the rest is
+ * the message payload (none: a one-byte input is a tombstone); the message
  * key is "k" or missing, partition, offset and timestamp vary.  It is
  * decoded exactly as the Kafka worker decodes a message: kafka_decode() in
  * a subtransaction, in a memory context reset per message.  Then every
  * decoded value goes through its type's output function (a malformed datum
- * would show there).  The harness aborts -- libFuzzer records the input
- * as a crash artifact -- when
+ * would show there).
+ *
+ * The selector value ndecoders is the options mode: the second byte picks
+ * a decoder's stream and format, the rest is a Kafka source's options
+ * (JSON), parsed as create_kafka_source() parses them; a decoder is built
+ * from them, and the worker's INSERT statement for it must then parse.
+ * Options may also be refused with class 42 (a column that does not exist
+ * or has the wrong type).
+ *
+ * The harness aborts -- libFuzzer records the input as a crash artifact --
+ * when
  *	- an error is raised whose SQLSTATE class is not one a bad message may
  *	  legitimately cause (22 data exception, 23 integrity constraint
  *	  violation, 54 program limit exceeded), e.g. XX000 from an elog();
@@ -46,6 +55,8 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "parser/parser.h"
 #include "storage/ipc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -86,6 +97,8 @@ static size_t cur_size;
 /* counters, printed at exit */
 static uint64 n_inputs;
 static uint64 n_decoded;
+static uint64 n_options;
+static uint64 n_options_valid;
 static uint64 n_errors[3];		/* classes 22, 23, 54 */
 static uint64 max_mem;
 
@@ -93,8 +106,9 @@ static void
 print_stats(void)
 {
 	fprintf(stderr,
-			"stream_ext fuzz: %llu inputs, %llu decoded, %llu errors of class 22, %llu of class 23, %llu of class 54, max %llu bytes per input\n",
+			"stream_ext fuzz: %llu inputs, %llu decoded, %llu option sets, %llu valid, %llu errors of class 22, %llu of class 23, %llu of class 54, max %llu bytes per input\n",
 			(unsigned long long) n_inputs, (unsigned long long) n_decoded,
+			(unsigned long long) n_options, (unsigned long long) n_options_valid,
 			(unsigned long long) n_errors[0], (unsigned long long) n_errors[1],
 			(unsigned long long) n_errors[2], (unsigned long long) max_mem);
 }
@@ -136,6 +150,32 @@ fuzz_fail(const char *what, ErrorData *edata)
 	abort();
 }
 
+/*
+ * Options mode: the payload is a source's options (JSON), for the stream
+ * and format of decoder dec: parse them as create_kafka_source() does,
+ * build the decoder, and check that the worker's INSERT statement for it
+ * parses.
+ */
+static void
+fuzz_options(KafkaDecoder *dec, const char *json, size_t len, volatile bool *built)
+{
+	char	   *str;
+	Jsonb	   *jb;
+	KafkaOptions ko;
+	KafkaDecoder *newdec;
+	char	   *sql;
+
+	/* a jsonb argument of create_kafka_source() is valid in the encoding */
+	(void) pg_verify_mbstr(GetDatabaseEncoding(), json, (int) len, false);
+	str = pnstrdup(json, len);
+	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
+	kafka_parse_options(jb, &ko);
+	newdec = kafka_decoder_create(dec->relid, dec->format, &ko);
+	*built = true;
+	sql = kafka_decoder_insert_sql(newdec, "stream_ext_batch");
+	(void) raw_parser(sql, RAW_PARSE_DEFAULT);
+}
+
 static int
 fuzz_one(const uint8_t *data, size_t size)
 {
@@ -144,15 +184,24 @@ fuzz_one(const uint8_t *data, size_t size)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	volatile bool decoded = false;
+	bool		options_mode;
 	ErrorData  *volatile edata = NULL;
 	Size		mem = 0;
+	int			sel;
 
 	if (size == 0)
 		return 0;
 	n_inputs++;
 	cur_data = data;
 	cur_size = size;
-	fd = &decoders[((uint8) (data[0] - '0')) % ndecoders];
+	sel = ((uint8) (data[0] - '0')) % (ndecoders + 1);
+	options_mode = (sel == ndecoders);
+	/* options mode: the stream and format of the decoder the 2nd byte picks */
+	if (options_mode && size < 2)
+		return 0;
+	fd = &decoders[options_mode ? ((uint8) (data[1] - '0')) % ndecoders : sel];
+	if (options_mode)
+		n_options++;
 
 	memset(&msg, 0, sizeof(msg));
 	if (size > 1)
@@ -174,17 +223,25 @@ fuzz_one(const uint8_t *data, size_t size)
 	MemoryContextSwitchTo(input_cxt);
 	PG_TRY();
 	{
-		HeapTuple	tup = kafka_decode(fd->dec, &msg);
-		TupleDesc	desc = fd->dec->tupdesc;
-		Datum	   *values = palloc(sizeof(Datum) * desc->natts);
-		bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+		if (options_mode)
+		{
+			fuzz_options(fd->dec, (const char *) data + 2, size - 2, &decoded);
+			mem = MemoryContextMemAllocated(input_cxt, true);
+		}
+		else
+		{
+			HeapTuple	tup = kafka_decode(fd->dec, &msg);
+			TupleDesc	desc = fd->dec->tupdesc;
+			Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+			bool	   *nulls = palloc(sizeof(bool) * desc->natts);
 
-		decoded = true;
-		mem = MemoryContextMemAllocated(input_cxt, true);
-		heap_deform_tuple(tup, desc, values, nulls);
-		for (int i = 0; i < desc->natts; i++)
-			if (!nulls[i])
-				(void) OutputFunctionCall(&fd->out[i], values[i]);
+			decoded = true;
+			mem = MemoryContextMemAllocated(input_cxt, true);
+			heap_deform_tuple(tup, desc, values, nulls);
+			for (int i = 0; i < desc->natts; i++)
+				if (!nulls[i])
+					(void) OutputFunctionCall(&fd->out[i], values[i]);
+		}
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -214,7 +271,8 @@ fuzz_one(const uint8_t *data, size_t size)
 	if (edata != NULL)
 	{
 		if (decoded)
-			fuzz_fail("output function failed on a decoded value", edata);
+			fuzz_fail(options_mode ? "the INSERT statement of a valid decoder does not parse" :
+					  "output function failed on a decoded value", edata);
 		if (edata->elevel != ERROR)
 			fuzz_fail("unexpected error level", edata);
 		switch (ERRCODE_TO_CATEGORY(edata->sqlerrcode))
@@ -228,11 +286,19 @@ fuzz_one(const uint8_t *data, size_t size)
 			case ERRCODE_PROGRAM_LIMIT_EXCEEDED:
 				n_errors[2]++;
 				break;
+			case ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION:
+				/* an option naming a missing column, of the wrong type */
+				if (options_mode)
+					break;
+				fuzz_fail("error of an unexpected class", edata);
+				break;
 			default:
 				fuzz_fail("error of an unexpected class", edata);
 		}
 		MemoryContextReset(error_cxt);
 	}
+	else if (options_mode)
+		n_options_valid++;
 	else
 		n_decoded++;
 

@@ -89,16 +89,19 @@ like($err, qr/Done \d+ runs in \d+ second/, 'libFuzzer finished its run');
 
 my ($runs) = $err =~ /Done (\d+) runs/;
 my ($cov) = $err =~ /cov: (\d+) ft:/;
-my ($inputs, $decoded, $e22, $e23, $e54, $maxmem) = $err =~
-  /stream_ext fuzz: (\d+) inputs, (\d+) decoded, (\d+) errors of class 22, (\d+) of class 23, (\d+) of class 54, max (\d+) bytes/;
+my ($inputs, $decoded, $optsets, $optvalid, $e22, $e23, $e54, $maxmem) = $err =~
+  /stream_ext fuzz: (\d+) inputs, (\d+) decoded, (\d+) option sets, (\d+) valid, (\d+) errors of class 22, (\d+) of class 23, (\d+) of class 54, max (\d+) bytes/;
 ok(defined $inputs && $inputs > 1000, 'more than 1000 inputs decoded or refused')
   or diag("inputs: " . ($inputs // 'none'));
 ok(($decoded // 0) > 0, 'some inputs decoded into tuples');
+ok(($optvalid // 0) > 0 && ($optsets // 0) > ($optvalid // 0),
+	'some option sets built decoders, some were refused');
 ok(($e22 // 0) > 0, 'some inputs refused with a data exception (22)');
 ok(($e23 // 0) > 0, 'the domain check refused some (23)');
 ok(defined $cov && $cov > 50, 'formats.c is instrumented (coverage counters move)')
   or diag("cov: " . ($cov // 'none'));
-diag(sprintf("fuzz: %d runs in %ds, cov %d; %d decoded, refused %d/%d/%d (22/23/54), max %d bytes per message",
-		$runs // 0, $elapsed, $cov // 0, $decoded // 0, $e22 // 0, $e23 // 0, $e54 // 0, $maxmem // 0));
+diag(sprintf("fuzz: %d runs in %ds, cov %d; %d decoded, %d of %d option sets valid, refused %d/%d/%d (22/23/54), max %d bytes per input",
+		$runs // 0, $elapsed, $cov // 0, $decoded // 0, $optvalid // 0, $optsets // 0,
+		$e22 // 0, $e23 // 0, $e54 // 0, $maxmem // 0));
 
 done_testing();
