@@ -398,6 +398,9 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		sessions_maintain_sql(&session, &plan, mq, CV_NEW_ROWS) :
 		cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
 	trigname = psprintf("stream_ext_maintain_%u", matrelid);
+	/* a restored database keeps the names of the OIDs of the dumped one */
+	for (int n = 2; OidIsValid(get_trigger_oid(plan.streamid, trigname, true)); n++)
+		trigname = psprintf("stream_ext_maintain_%u_%d", matrelid, n);
 
 	/*
 	 * Reading a stream is enough to build a view over it, but a trigger can
