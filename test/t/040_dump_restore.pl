@@ -51,6 +51,8 @@ SELECT stream_ext.create_kafka_source('alice src', '"Sch ema"."Odd Stream"', 'lo
 RESET ROLE;
 SELECT stream_ext.create_kafka_source('src_a', 'clicks', 'localhost:1', 'topic_a', 'json',
        '{"batch_size": 10}');
+-- a stopped sink: every row inserted from now on waits in its queue
+SELECT stream_ext.create_kafka_sink('sink_a', 'clicks', 'localhost:1', 'out', 'json', 'url');
 -- what the workers would have stored
 INSERT INTO stream_ext.kafka_offsets (source, partition, next_offset, high_watermark)
   VALUES ('src_a', 0, 42, 50), ('src_a', 1, 7, NULL), ('alice src', 0, 3, 3);
@@ -137,6 +139,12 @@ SELECT 'offset', concat_ws(' | ', source, partition, next_offset, high_watermark
 UNION ALL
 SELECT 'dead letter', concat_ws(' | ', id, source, partition, "offset", payload, error)
   FROM stream_ext.dead_letters
+UNION ALL
+SELECT 'sink', concat_ws(' | ', id, name, stream::text, topic, format, key_column, owner::text, state)
+  FROM stream_ext.kafka_sinks
+UNION ALL
+SELECT 'sink queue', concat_ws(' | ', count(*), min(seq), max(seq), count(DISTINCT payload))
+  FROM stream_ext.sink_queue
 ORDER BY 1, 2};
 my $catalog = sql('src', $catalog_sql);
 like($catalog, qr/source\|2 \| src_a \| clicks/, 'the catalog lists the sources');
@@ -178,6 +186,9 @@ for my $db ('custom', 'plain')
 	insert_rows($db, 200);
 	check_oracle($db, 'after more rows');
 	is(sql($db, 'SELECT n FROM total'), $next - 1, "$db: total counts every row");
+	is(sql($db, 'SELECT count(*) || \' \' || max(seq) FROM stream_ext.sink_queue'),
+		($next - 1) . ' ' . ($next - 1),
+		"$db: the sink's queue holds every row, numbered on from the restored sequence");
 
 	# alice keeps her objects, and sees only her source
 	is(sql($db, q{SELECT pg_get_userbyid(relowner) FROM pg_class
