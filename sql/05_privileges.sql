@@ -54,6 +54,19 @@ SET ROLE se_owner;
 SELECT * FROM se_app.totals ORDER BY k;
 RESET ROLE;
 
+-- nobody can feed someone else's view from another table: a trigger
+-- calling stream_ext.maintain() with that view's materialization is refused
+SET ROLE se_other;
+CREATE TABLE se_app.fake (k text, v int, arrival_timestamp timestamptz NOT NULL DEFAULT now());
+CREATE TRIGGER forge AFTER INSERT ON se_app.fake REFERENCING NEW TABLE AS stream_ext_new
+  FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.maintain('se_app.totals_mrel');
+INSERT INTO se_app.fake VALUES ('a', 1000);
+DROP TABLE se_app.fake;
+RESET ROLE;
+SET ROLE se_owner;
+SELECT * FROM se_app.totals ORDER BY k;
+RESET ROLE;
+
 DROP SCHEMA se_app CASCADE;
 DROP ROLE se_owner;
 DROP ROLE se_writer;

@@ -398,6 +398,14 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 
 	entry = get_entry(trigdata->tg_trigger);
+	/* only the view's own stream feeds it: no trigger elsewhere may forge rows */
+	if (RelationGetRelid(trigdata->tg_relation) != entry->cat.streamid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("trigger \"%s\" on \"%s\" cannot maintain continuous view \"%s\": it reads another stream",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation),
+						get_rel_name(entry->cat.viewid))));
 	check_stream_rls(trigdata->tg_relation, entry);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
