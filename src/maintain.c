@@ -363,6 +363,37 @@ check_stream_rls(Relation stream, MaintEntry *entry)
 }
 
 /*
+ * Register the batch (the trigger's transition table) for SPI.
+ *
+ * Not with SPI_register_trigger_data(): that gives the planner the row count
+ * of the batch at hand, and the maintenance plan is made once, on the first
+ * batch, and then kept.  When that first batch is a single row (a warm-up
+ * INSERT, a trickle before a bulk load) the planner picks a sort of the raw
+ * rows and a GroupAggregate, and every later 10,000-row batch is sorted row
+ * by row instead of being hashed into its groups.  So the planner is always
+ * told MAINT_PLAN_ROWS rows, whatever the batch: the plan does not depend on
+ * which batch came first, and is the one stream_ext.explain() shows by
+ * default.
+ */
+static void
+register_new_rows(TriggerData *trigdata)
+{
+	EphemeralNamedRelation enr;
+
+	if (trigdata->tg_trigger->tgnewtable == NULL)
+		elog(ERROR, "stream_ext.maintain() needs a NEW TABLE");
+	enr = palloc0(sizeof(EphemeralNamedRelationData));
+	enr->md.name = trigdata->tg_trigger->tgnewtable;
+	enr->md.reliddesc = RelationGetRelid(trigdata->tg_relation);
+	enr->md.tupdesc = NULL;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = MAINT_PLAN_ROWS;
+	enr->reldata = trigdata->tg_newtable;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "SPI_register_relation failed");
+}
+
+/*
  * stream_ext.maintain(materialization) — statement-level AFTER INSERT
  * trigger on a stream, REFERENCING NEW TABLE AS stream_ext_new.
  */
@@ -410,8 +441,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
-		elog(ERROR, "SPI_register_trigger_data failed");
+	register_new_rows(trigdata);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(entry->cat.owner,

@@ -15,6 +15,13 @@
  */
 extern int	stream_ext_maintenance_depth;
 
+/*
+ * The batch size maintenance plans are made for (the planner's row count of
+ * the transition table), whatever the size of the batch being maintained;
+ * stream_ext.explain()'s default batch_rows.
+ */
+#define MAINT_PLAN_ROWS 1000
+
 extern void maintain_init(void);
 
 /*
