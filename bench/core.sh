@@ -1,57 +1,92 @@
 #!/usr/bin/env bash
-# bench/core.sh -- ingest throughput of streams and continuous views.
+# bench/core.sh -- ingest throughput of streams and continuous views, and the
+# baselines a user would otherwise use, measured side by side in one run.
 #
 # Run by bench/run.sh against its throwaway cluster; it can also be run by
 # hand against any cluster where stream_ext is preloaded:
 #     source /tmp/stream_ext.XXXXXX/env.sh      # from test/lib/cluster.sh start
 #     bash bench/core.sh
 #
-# Workloads, all on the same stream  ev(k int, ts timestamptz, v int)  with
+# All workloads use the same stream  ev(k int, ts timestamptz, v int)  with
 # 1000 keys, event time advancing 4 ms per row (a 10,000-row batch spans
-# ~40 s of event time) with +-2 s of disorder, grouped by (k, minute):
+# ~40 s of event time) with +-2 s of disorder:
 #   raw      the bare stream, no views: the floor
-#   cv1      1 continuous view: count(*), sum(v) by k, minute
-#   cv10     10 continuous views, each a different mix of count/sum/avg/min/max
-#   hand1    no continuous view; a hand-written plpgsql statement-level AFTER
-#            INSERT trigger with a transition table doing
-#            INSERT ... SELECT ... GROUP BY ... ON CONFLICT DO UPDATE into a
-#            summary table -- what a user would write instead of cv1
-#   hand10   the same hand-written trigger for each of cv10's 10 views
-# Batch sizes:
+#   w1       1 continuous view: count(*), sum(v) by k, minute
+#   w1_hand  no view; a hand-written plpgsql statement-level AFTER INSERT
+#            trigger with a transition table doing INSERT ... SELECT ...
+#            GROUP BY ... ON CONFLICT DO UPDATE into a summary table
+#   w1_row   no view; a hand-written row-level AFTER INSERT trigger doing one
+#            INSERT ... ON CONFLICT DO UPDATE per row
+#   w2       1 continuous view by k: count(*), avg(v), max(v), count(DISTINCT v)
+#   w3       1 continuous view without GROUP BY: count(*), sum, min, max
+#   w4       10 continuous views (W1-style), each a different aggregate mix
+#   w4_hand  the hand-written statement trigger for each of w4's views
+#   w5       1 hopping-window view: stream_ext.hop(ts, '10 min', '2 min'),
+#            count(*), sum(v) by k, window (skipped when stream_ext.hop()
+#            does not exist)
+# Batch sizes (BENCH_BATCHES):
 #   10000, 100   server-side COPY ev (k, ts, v) FROM '<file>' per batch,
 #                one statement (= one transaction) per batch
 #   1            single-row INSERT ... VALUES statements
+# Besides (batch 10000 only):
+#   w1_refresh   REFRESH MATERIALIZED VIEW of W1's query over a table of
+#                BENCH_REFRESH_BASE (2M) rows after every 10,000-row COPY
+#   latency      produce -> visible at BENCH_LAT_RATE (50,000) rows/s for
+#                BENCH_LAT_SECONDS s, batches of BENCH_LAT_BATCH rows, for raw
+#                and w1 (see latency_sql below)
 #
 # Every measurement starts from a freshly created stream (and views), inserts
-# one warm-up row (so that the maintenance plans are prepared), then times
-# the whole load with clock_timestamp() in that same session.  Measurements
-# are repeated BENCH_REPS times, interleaved (rep 1 of every workload, then
-# rep 2, ...), and the median is reported.
+# one warm-up row (so that maintenance plans are prepared), runs CHECKPOINT,
+# then times the whole load with clock_timestamp() in that same session, and
+# records the backend's peak RSS (VmHWM; it counts the shared buffers the
+# backend touched too).  After the load the stream and the first view are
+# checked against the same query over the stream (a wrong result is an
+# error).  Measurements are repeated BENCH_REPS times, interleaved (rep 1 of
+# everything, then rep 2, ...); medians and max/min spread are reported.
 #
 # Environment (all optional):
-#   BENCH_REPS=3  BENCH_ROWS_10000=500000  BENCH_ROWS_100=100000  BENCH_ROWS_1=5000
-#   BENCH_WORKLOADS="raw cv1 cv10 hand1 hand10"   BENCH_BATCHES="10000 100 1"
+#   BENCH_REPS=3  BENCH_ROWS_10000=200000  BENCH_ROWS_100=50000  BENCH_ROWS_1=3000
+#   BENCH_WORKLOADS="raw w1 w1_hand w1_row w2 w3 w4 w4_hand w5"
+#   BENCH_BATCHES="10000 100 1"   BENCH_ROW_TRIGGER_SHARE=4 (w1_row loads
+#   1/4 of the rows: it is slow)
+#   BENCH_REFRESH=1  BENCH_REFRESH_BASE=2000000  BENCH_REFRESH_BATCHES=3
+#   BENCH_LAT=1  BENCH_LAT_RATE=50000  BENCH_LAT_SECONDS=5  BENCH_LAT_BATCH=1000
+#   BENCH_SMOKE=1   a few seconds in all: tiny row counts, 1 rep (checks the
+#                   harness, not the speed)
 #   BENCH_RESULTS_DIR  where core.tsv (every measurement) and core.md (the
 #                      tables) go; default $STREAM_EXT_TMP/bench-results
 # Needs PGHOST/PGPORT/PGUSER/PGDATABASE (a superuser: server-side COPY,
-# CHECKPOINT), PG_BINDIR and STREAM_EXT_TMP (a directory the server can write).
+# CHECKPOINT, pg_read_file of /proc), PG_BINDIR and STREAM_EXT_TMP (a
+# directory the server can write).
 #
 # Prints the tables on stdout, progress on stderr.  Reports ratios; exits
-# non-zero only when something broke (an error, or a wrong row count).
+# non-zero only when something broke (an error, or a wrong result).
 set -euo pipefail
 
 : "${STREAM_EXT_TMP:?STREAM_EXT_TMP must name the cluster temp dir (source its env.sh)}"
 PG_BINDIR=${PG_BINDIR:-$(pg_config --bindir)}
 PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
 
+if [[ -n ${BENCH_SMOKE:-} ]]; then
+	: "${BENCH_REPS:=1}" "${BENCH_ROWS_10000:=40000}" "${BENCH_ROWS_100:=2000}" "${BENCH_ROWS_1:=100}"
+	: "${BENCH_REFRESH_BASE:=20000}" "${BENCH_REFRESH_BATCHES:=1}" "${BENCH_LAT_SECONDS:=1}" "${BENCH_LAT_RATE:=5000}"
+fi
 REPS=${BENCH_REPS:-3}
-WORKLOADS=${BENCH_WORKLOADS:-raw cv1 cv10 hand1 hand10}
+WORKLOADS=${BENCH_WORKLOADS:-raw w1 w1_hand w1_row w2 w3 w4 w4_hand w5}
 BATCHES=${BENCH_BATCHES:-10000 100 1}
+ROW_SHARE=${BENCH_ROW_TRIGGER_SHARE:-4}
 declare -A ROWS=(
-	[10000]=${BENCH_ROWS_10000:-500000}
-	[100]=${BENCH_ROWS_100:-100000}
-	[1]=${BENCH_ROWS_1:-5000}
+	[10000]=${BENCH_ROWS_10000:-200000}
+	[100]=${BENCH_ROWS_100:-50000}
+	[1]=${BENCH_ROWS_1:-3000}
 )
+REFRESH=${BENCH_REFRESH:-1}
+REFRESH_BASE=${BENCH_REFRESH_BASE:-2000000}
+REFRESH_BATCHES=${BENCH_REFRESH_BATCHES:-3}
+LAT=${BENCH_LAT:-1}
+LAT_RATE=${BENCH_LAT_RATE:-50000}
+LAT_SECONDS=${BENCH_LAT_SECONDS:-5}
+LAT_BATCH=${BENCH_LAT_BATCH:-1000}
 RES=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP/bench-results}
 DATA=$STREAM_EXT_TMP/bench-data
 SCHEMA=bench
@@ -62,14 +97,22 @@ die() { printf 'bench/core: ERROR: %s\n' "$*" >&2; exit 1; }
 for b in $BATCHES; do
 	[[ -n ${ROWS[$b]:-} ]] || die "unknown batch size $b (known: ${!ROWS[*]})"
 	((ROWS[$b] % b == 0)) || die "BENCH_ROWS_$b=${ROWS[$b]} is not a multiple of $b"
+	((ROWS[$b] / ROW_SHARE % b == 0)) || die "BENCH_ROWS_$b / BENCH_ROW_TRIGGER_SHARE is not a multiple of $b"
 done
 
 mkdir -p "$RES" "$DATA"
 # the server writes the CSV files
 [[ $(id -u) -eq 0 ]] && chown postgres: "$DATA"
 
+"${PSQL[@]}" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS stream_ext"
+HAVE_HOP=$("${PSQL[@]}" -At -c "SELECT count(*) FROM pg_proc WHERE proname = 'hop' AND pronamespace = 'stream_ext'::regnamespace")
+if [[ $HAVE_HOP == 0 && " $WORKLOADS " == *" w5 "* ]]; then
+	say "W5 (hopping window): not available, stream_ext.hop() does not exist in this build; skipped"
+	WORKLOADS=$(printf '%s\n' $WORKLOADS | grep -vx w5 | tr '\n' ' ')
+fi
+
 # ---- the views ---------------------------------------------------------------
-# One line per view: its aggregates, from count sum avg min max countv.
+# One line per W4 view: its aggregates, from count sum avg min max countv.
 VIEW_SPECS=(
 	"count sum"
 	"count avg"
@@ -84,10 +127,10 @@ VIEW_SPECS=(
 )
 KEYS="k, date_bin('1 minute', ts, '2000-01-01') AS minute"
 
-# CREATE VIEW for view number $1 (1-based)
-cv_sql() {
-	local i=$1 a sel=()
-	for a in ${VIEW_SPECS[$((i - 1))]}; do
+# the select list of W4 view number $1 (1-based)
+agg_list() {
+	local a sel=()
+	for a in ${VIEW_SPECS[$(($1 - 1))]}; do
 		case $a in
 		count) sel+=("count(*) AS n") ;;
 		sum) sel+=("sum(v) AS s") ;;
@@ -98,14 +141,20 @@ cv_sql() {
 		esac
 	done
 	local IFS=,
-	printf 'CREATE VIEW cv_%d WITH (continuous) AS SELECT %s, %s FROM ev GROUP BY k, minute;\n' \
-		"$i" "$KEYS" "${sel[*]}"
+	echo "${sel[*]}"
 }
 
-# The hand-written equivalent of view $1: a summary table keyed by (k, minute)
-# holding the aggregates' states, and a statement-level trigger that upserts
-# the batch's partial aggregates into it.  (The input has no NULLs, so plain
-# "+" is enough for sum; avg keeps sum and count.)
+# The query of the first view of each workload, as plain SQL over ev: the
+# check compares the view with it.
+W1_QUERY="SELECT $KEYS, $(agg_list 1) FROM ev GROUP BY k, minute"
+W2_QUERY="SELECT k, count(*) AS n, avg(v) AS a, max(v) AS hi, count(DISTINCT v) AS nd FROM ev GROUP BY k"
+W3_QUERY="SELECT count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM ev"
+W5_QUERY="SELECT k, w.window_start, count(*) AS n, sum(v) AS s FROM ev, stream_ext.hop(ts, '10 minutes', '2 minutes') AS w(window_start) GROUP BY k, w.window_start"
+
+# The hand-written equivalent of W4 view $1: a summary table keyed by
+# (k, minute) holding the aggregates' states, and a statement-level trigger
+# that upserts the batch's partial aggregates into it.  (The input has no
+# NULLs, so plain "+" is enough for sum; avg keeps sum and count.)
 hand_sql() {
 	local i=$1 a cols=() sel=() upd=()
 	for a in ${VIEW_SPECS[$((i - 1))]}; do
@@ -139,31 +188,67 @@ hand_sql() {
 	EOF
 }
 
+# The row-level version of W1's hand-written trigger: one upsert per row.
+row_sql() {
+	cat <<-'EOF'
+		CREATE TABLE hand_1 (k int, minute timestamptz, n bigint, s bigint, PRIMARY KEY (k, minute));
+		CREATE FUNCTION hand_row_trg() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN
+		  INSERT INTO hand_1 AS t (k, minute, n, s)
+		  VALUES (NEW.k, date_bin('1 minute', NEW.ts, '2000-01-01'), 1, NEW.v)
+		  ON CONFLICT (k, minute) DO UPDATE SET n = t.n + 1, s = t.s + excluded.s;
+		  RETURN NULL;
+		END $f$;
+		CREATE TRIGGER hand_row AFTER INSERT ON ev FOR EACH ROW EXECUTE FUNCTION hand_row_trg();
+	EOF
+}
+
 # DDL of workload $1 (after the stream exists, search_path = $SCHEMA)
 workload_sql() {
 	local i
 	case $1 in
 	raw) ;;
-	cv1) cv_sql 1 ;;
-	cv10) for i in $(seq 1 10); do cv_sql "$i"; done ;;
-	hand1) hand_sql 1 ;;
-	hand10) for i in $(seq 1 10); do hand_sql "$i"; done ;;
+	w1) echo "CREATE VIEW cv_1 WITH (continuous) AS $W1_QUERY;" ;;
+	w1_hand) hand_sql 1 ;;
+	w1_row) row_sql ;;
+	w2) echo "CREATE VIEW cv_1 WITH (continuous) AS $W2_QUERY;" ;;
+	w3) echo "CREATE VIEW cv_1 WITH (continuous) AS $W3_QUERY;" ;;
+	w4) for i in $(seq 1 10); do
+		echo "CREATE VIEW cv_$i WITH (continuous) AS SELECT $KEYS, $(agg_list "$i") FROM ev GROUP BY k, minute;"
+	    done ;;
+	w4_hand) for i in $(seq 1 10); do hand_sql "$i"; done ;;
+	w5) echo "CREATE VIEW cv_1 WITH (continuous) AS $W5_QUERY;" ;;
 	*) die "unknown workload $1" ;;
 	esac
 }
 
-# SQL checking the state after loading $1 rows (+1 warm-up row) with workload $2:
-# returns one row "ok" or fails.
+# rows workload $1 loads at batch size $2
+rows_of() {
+	if [[ $1 == w1_row ]]; then echo $((ROWS[$2] / ROW_SHARE)); else echo "${ROWS[$2]}"; fi
+}
+
+# SQL checking the state after loading $1 rows (+1 warm-up row) with
+# workload $2: the stream's row count, and the first view (or summary table)
+# against its query over the stream.
 check_sql() {
-	local n=$(($1 + 1)) w=$2
+	local n=$(($1 + 1)) w=$2 q=
 	echo "DO \$c\$ DECLARE got bigint; BEGIN"
 	echo "  SELECT count(*) INTO got FROM ev; IF got <> $n THEN RAISE EXCEPTION 'stream holds % rows, expected $n', got; END IF;"
 	case $w in
-	cv1 | cv10) echo "  SELECT sum(n) INTO got FROM cv_1; IF got IS DISTINCT FROM $n THEN RAISE EXCEPTION 'cv_1 counts % rows, expected $n', got; END IF;" ;;
-	hand1 | hand10) echo "  SELECT sum(n) INTO got FROM hand_1; IF got IS DISTINCT FROM $n THEN RAISE EXCEPTION 'hand_1 counts % rows, expected $n', got; END IF;" ;;
+	w1 | w4) q=$W1_QUERY ;;
+	w2) q=$W2_QUERY ;;
+	w3) q=$W3_QUERY ;;
+	w5) q=$W5_QUERY ;;
+	w1_hand | w1_row | w4_hand)
+		echo "  SELECT count(*) INTO got FROM (SELECT k, minute, n, s FROM hand_1 EXCEPT ALL $W1_QUERY) d;"
+		echo "  IF got <> 0 THEN RAISE EXCEPTION 'hand_1 differs from its query in % rows', got; END IF;" ;;
 	esac
-	if [[ $w == cv10 ]]; then
-		echo "  SELECT count(*) INTO got FROM (TABLE cv_10 EXCEPT ALL SELECT $KEYS, count(*), sum(v), avg(v), min(v), max(v) FROM ev GROUP BY k, minute) d;"
+	if [[ -n $q ]]; then
+		echo "  SELECT count(*) INTO got FROM ((TABLE cv_1 EXCEPT ALL $q) UNION ALL ($q EXCEPT ALL TABLE cv_1)) d;"
+		echo "  IF got <> 0 THEN RAISE EXCEPTION 'cv_1 differs from its query in % rows', got; END IF;"
+	fi
+	if [[ $w == w4 ]]; then
+		echo "  SELECT count(*) INTO got FROM (TABLE cv_10 EXCEPT ALL SELECT $KEYS, $(agg_list 10) FROM ev GROUP BY k, minute) d;"
 		echo "  IF got <> 0 THEN RAISE EXCEPTION 'cv_10 differs from its query in % rows', got; END IF;"
 	fi
 	echo "END \$c\$;"
@@ -174,7 +259,6 @@ check_sql() {
 # +-2 s jitter, v in 0..99.
 "${PSQL[@]}" <<'EOF'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS stream_ext;
 CREATE SCHEMA IF NOT EXISTS bench_input;
 CREATE OR REPLACE FUNCTION bench_input.rows(lo int, hi int)
 RETURNS TABLE (k int, ts timestamptz, v int) LANGUAGE sql IMMUTABLE AS $$
@@ -186,6 +270,7 @@ RETURNS TABLE (k int, ts timestamptz, v int) LANGUAGE sql IMMUTABLE AS $$
 $$;
 EOF
 
+# load_<batch>.sql loads ROWS[batch] rows; load_<batch>_<n>.sql its first n
 say "generating input in $DATA"
 for b in $BATCHES; do
 	n=${ROWS[$b]}
@@ -194,6 +279,7 @@ for b in $BATCHES; do
 		"${PSQL[@]}" -At -c "SET TimeZone = 'UTC'" \
 			-c "SELECT format('INSERT INTO ev (k, ts, v) VALUES (%s, %L, %s);', k, ts, v)
 			      FROM bench_input.rows(1, $n)" >"$DATA/load_1.sql"
+		head -n $((n / ROW_SHARE)) "$DATA/load_1.sql" >"$DATA/load_1_$((n / ROW_SHARE)).sql"
 	else
 		nb=$((n / b))
 		mkdir -p "$DATA/b$b"
@@ -210,13 +296,17 @@ for b in $BATCHES; do
 		for ((j = 0; j < nb; j++)); do
 			printf "COPY ev (k, ts, v) FROM '%s/b%s/%06d.csv' (FORMAT csv);\n" "$DATA" "$b" "$j"
 		done >"$DATA/load_$b.sql"
+		head -n $((nb / ROW_SHARE)) "$DATA/load_$b.sql" >"$DATA/load_${b}_$((n / ROW_SHARE)).sql"
 	fi
 done
 
 # ---- one measurement -------------------------------------------------------------
-# measure WORKLOAD BATCH -> prints seconds
+# measure WORKLOAD BATCH -> prints "seconds peak_rss_kB"
 measure() {
-	local w=$1 b=$2 n=${ROWS[$2]} script=$DATA/run.sql out
+	local w=$1 b=$2 n load script=$DATA/run.sql out secs rss
+	n=$(rows_of "$w" "$b")
+	load=$DATA/load_$b.sql
+	[[ $n -eq ${ROWS[$b]} ]] || load=$DATA/load_${b}_$n.sql
 	{
 		echo "SET client_min_messages = warning;"
 		echo "DROP SCHEMA IF EXISTS $SCHEMA CASCADE;"
@@ -227,28 +317,121 @@ measure() {
 		echo "INSERT INTO ev (k, ts, v) VALUES (-1, '1999-01-01 00:00:00+00', 0);"
 		echo "CHECKPOINT;"
 		echo "SELECT clock_timestamp() AS t0 \\gset"
-		echo "\\i $DATA/load_$b.sql"
+		echo "\\i $load"
 		echo "SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 4) AS secs \\gset"
+		echo "SELECT substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') FROM 'VmHWM:\\s*(\\d+)') AS rss \\gset"
 		check_sql "$n" "$w"
-		echo "\\echo SECS :secs"
+		echo "\\echo SECS :secs :rss"
 	} >"$script"
 	out=$("${PSQL[@]}" -f "$script" 2>&1) || { printf '%s\n' "$out" >&2; die "$w, batch $b failed"; }
-	out=$(printf '%s\n' "$out" | sed -n 's/^SECS //p')
-	[[ $out =~ ^[0-9.]+$ ]] || die "$w, batch $b: no timing"
-	echo "$out"
+	read -r secs rss < <(printf '%s\n' "$out" | sed -n 's/^SECS //p')
+	[[ ${secs:-} =~ ^[0-9.]+$ ]] || die "$w, batch $b: no timing"
+	echo "$secs ${rss:-0}"
+}
+
+# REFRESH MATERIALIZED VIEW of W1's query over a table of REFRESH_BASE rows,
+# after each of REFRESH_BATCHES 10,000-row COPYs -> "seconds peak_rss_kB rows"
+measure_refresh() {
+	local script=$DATA/refresh.sql out secs rss j
+	{
+		echo "SET client_min_messages = warning;"
+		echo "DROP SCHEMA IF EXISTS $SCHEMA CASCADE;"
+		echo "CREATE SCHEMA $SCHEMA;"
+		echo "SET search_path = $SCHEMA, public;"
+		echo "SELECT stream_ext.create_stream('$SCHEMA.ev', 'k int, ts timestamptz, v int') \\g /dev/null"
+		echo "INSERT INTO ev (k, ts, v) SELECT * FROM bench_input.rows(-$REFRESH_BASE, -1);"
+		echo "CREATE MATERIALIZED VIEW mv_1 AS $W1_QUERY;"
+		echo "VACUUM ANALYZE ev;"
+		echo "CHECKPOINT;"
+		echo "SELECT clock_timestamp() AS t0 \\gset"
+		for ((j = 0; j < REFRESH_BATCHES; j++)); do
+			printf "COPY ev (k, ts, v) FROM '%s/b10000/%06d.csv' (FORMAT csv);\n" "$DATA" "$j"
+			echo "REFRESH MATERIALIZED VIEW mv_1;"
+		done
+		echo "SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 4) AS secs \\gset"
+		echo "SELECT substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') FROM 'VmHWM:\\s*(\\d+)') AS rss \\gset"
+		echo "DO \$c\$ BEGIN IF (SELECT sum(n) FROM mv_1) <> $((REFRESH_BASE + REFRESH_BATCHES * 10000)) THEN RAISE EXCEPTION 'mv_1 is wrong'; END IF; END \$c\$;"
+		echo "\\echo SECS :secs :rss"
+	} >"$script"
+	out=$("${PSQL[@]}" -f "$script" 2>&1) || { printf '%s\n' "$out" >&2; die "refresh failed"; }
+	read -r secs rss < <(printf '%s\n' "$out" | sed -n 's/^SECS //p')
+	[[ ${secs:-} =~ ^[0-9.]+$ ]] || die "refresh: no timing"
+	echo "$secs $rss $((REFRESH_BATCHES * 10000))"
+}
+
+# Produce -> visible latency at a fixed rate.  A procedure plays the
+# producer and the ingester at once: every LAT_BATCH / LAT_RATE seconds (a
+# slot) it inserts the LAT_BATCH rows produced during the slot that just
+# ended (INSERT ... SELECT, one transaction, maintenance included) and
+# commits; the rows become visible at the commit.  Row j of a slot was
+# "produced" at slot start + (j + 0.5) / LAT_BATCH of the slot, so its
+# latency is commit time - that; a batch that starts late (the previous one
+# overran) adds its delay to every row's latency.  Median and p99 over all
+# rows, and the rate actually achieved.  -> "median_ms p99_ms achieved_rows_s"
+latency_sql() {
+	local w=$1 slots=$((LAT_RATE * LAT_SECONDS / LAT_BATCH))
+	cat <<-EOF
+		SET client_min_messages = warning;
+		DROP SCHEMA IF EXISTS $SCHEMA CASCADE;
+		CREATE SCHEMA $SCHEMA;
+		SET search_path = $SCHEMA, public;
+		SELECT stream_ext.create_stream('$SCHEMA.ev', 'k int, ts timestamptz, v int') \\g /dev/null
+		$(workload_sql "$w")
+		CREATE TABLE lat_log (slot int, slot_start timestamptz, visible timestamptz);
+		CREATE PROCEDURE lat_run(slots int, rows int, slot_len interval) LANGUAGE plpgsql AS \$p\$
+		DECLARE t0 timestamptz := clock_timestamp(); s timestamptz; d float8;
+		BEGIN
+		  FOR i IN 0 .. slots - 1 LOOP
+		    s := t0 + i * slot_len;
+		    d := extract(epoch FROM s + slot_len - clock_timestamp());
+		    IF d > 0 THEN PERFORM pg_sleep(d); END IF;
+		    INSERT INTO ev (k, ts, v) SELECT * FROM bench_input.rows(i * rows + 1, (i + 1) * rows);
+		    COMMIT;
+		    INSERT INTO lat_log VALUES (i, s, clock_timestamp());
+		  END LOOP;
+		END \$p\$;
+		INSERT INTO ev (k, ts, v) VALUES (-1, '1999-01-01 00:00:00+00', 0);
+		CHECKPOINT;
+		CALL lat_run($slots, $LAT_BATCH, make_interval(secs => $LAT_BATCH::float8 / $LAT_RATE));
+		SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+		       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+		       round(($slots * $LAT_BATCH / extract(epoch FROM max(visible) - min(slot_start)))::numeric)
+		  FROM (SELECT l.slot_start,  l.visible,
+		               extract(epoch FROM l.visible - (l.slot_start + (j + 0.5) / $LAT_BATCH
+		                                            * make_interval(secs => $LAT_BATCH::float8 / $LAT_RATE))) * 1000 AS ms
+		          FROM lat_log l, generate_series(0, $LAT_BATCH - 1) j) x \\g (format=unaligned tuples_only fieldsep=' ')
+	EOF
 }
 
 TSV=$RES/core.tsv
-printf 'rep\tbatch\tworkload\trows\tsecs\n' >"$TSV"
+printf 'rep\tbatch\tworkload\trows\tsecs\trss_kb\n' >"$TSV"
+LTSV=$RES/core_latency.tsv
+printf 'rep\tworkload\tmedian_ms\tp99_ms\tachieved\n' >"$LTSV"
 start=$SECONDS
 for ((rep = 1; rep <= REPS; rep++)); do
 	for b in $BATCHES; do
 		for w in $WORKLOADS; do
-			s=$(measure "$w" "$b")
-			printf '%s\t%s\t%s\t%s\t%s\n' "$rep" "$b" "$w" "${ROWS[$b]}" "$s" >>"$TSV"
-			say "rep $rep/$REPS  batch $b  $w: ${ROWS[$b]} rows in $s s ($((SECONDS - start)) s elapsed)"
+			read -r s rss < <(measure "$w" "$b")
+			n=$(rows_of "$w" "$b")
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$b" "$w" "$n" "$s" "$rss" >>"$TSV"
+			say "rep $rep/$REPS  batch $b  $w: $n rows in $s s, peak RSS $rss kB ($((SECONDS - start)) s elapsed)"
 		done
+		if [[ $b == 10000 && $REFRESH == 1 ]]; then
+			read -r s rss n < <(measure_refresh)
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$b" w1_refresh "$n" "$s" "$rss" >>"$TSV"
+			say "rep $rep/$REPS  batch $b  w1_refresh: $n rows in $s s, peak RSS $rss kB ($((SECONDS - start)) s elapsed)"
+		fi
 	done
+	if [[ $LAT == 1 ]]; then
+		for w in raw w1; do
+			latency_sql "$w" >"$DATA/lat.sql"
+			out=$("${PSQL[@]}" -f "$DATA/lat.sql" 2>&1) || { printf '%s\n' "$out" >&2; die "latency $w failed"; }
+			read -r med p99 ach < <(printf '%s\n' "$out" | tail -n 1)
+			[[ ${p99:-} =~ ^[0-9.]+$ ]] || { printf '%s\n' "$out" >&2; die "latency $w: no result"; }
+			printf '%s\t%s\t%s\t%s\t%s\n' "$rep" "$w" "$med" "$p99" "$ach" >>"$LTSV"
+			say "rep $rep/$REPS  latency $w at $LAT_RATE rows/s: median $med ms, p99 $p99 ms, achieved $ach rows/s"
+		done
+	fi
 done
 "${PSQL[@]}" -c "SET client_min_messages = warning" -c "DROP SCHEMA IF EXISTS $SCHEMA, bench_input CASCADE"
 
@@ -257,52 +440,93 @@ done
 MD=$RES/core.md
 "${PSQL[@]}" -At <<EOF >"$MD"
 SET client_min_messages = warning;
-CREATE TEMP TABLE m (rep int, batch int, workload text, rows bigint, secs numeric);
+CREATE TEMP TABLE m (rep int, batch int, workload text, rows bigint, secs numeric, rss_kb bigint);
 \\copy m FROM '$TSV' (FORMAT csv, DELIMITER E'\\t', HEADER)
+CREATE TEMP TABLE lat (rep int, workload text, median_ms numeric, p99_ms numeric, achieved numeric);
+\\copy lat FROM '$LTSV' (FORMAT csv, DELIMITER E'\\t', HEADER)
 CREATE TEMP TABLE r AS
   SELECT batch, workload, min(rows) AS rows, count(*) AS reps,
          percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS secs,
-         min(secs) AS fastest, max(secs) AS slowest
+         min(secs) AS fastest, max(secs) AS slowest, max(rss_kb) AS rss_kb
     FROM m GROUP BY 1, 2;
 ALTER TABLE r ADD COLUMN evs float8;
 UPDATE r SET evs = rows / nullif(secs, 0);
 CREATE TEMP TABLE ord (workload text, o int, label text);
 INSERT INTO ord VALUES
-  ('raw', 1, 'raw stream, no views'), ('cv1', 2, '1 continuous view'),
-  ('cv10', 3, '10 continuous views'), ('hand1', 4, 'hand-written trigger, 1 summary'),
-  ('hand10', 5, 'hand-written triggers, 10 summaries');
+  ('raw', 1, 'raw COPY/INSERT into the bare stream (floor)'),
+  ('w1', 2, 'W1: 1 view, count+sum by key, minute'),
+  ('w1_hand', 3, 'W1 by a hand-written statement trigger'),
+  ('w1_row', 4, 'W1 by a hand-written row trigger'),
+  ('w1_refresh', 5, 'W1 by REFRESH MATERIALIZED VIEW per 10,000 rows, $REFRESH_BASE base rows'),
+  ('w2', 6, 'W2: by key, count, avg, max, count(DISTINCT)'),
+  ('w3', 7, 'W3: no grouping'),
+  ('w4', 8, 'W4: 10 W1-style views'),
+  ('w4_hand', 9, 'W4 by 10 hand-written statement triggers'),
+  ('w5', 10, 'W5: hopping window (10 min, slide 2 min)');
 CREATE FUNCTION pg_temp.ev(b int, w text) RETURNS float8 LANGUAGE sql AS
   \$\$ SELECT evs FROM r WHERE batch = b AND workload = w \$\$;
 CREATE FUNCTION pg_temp.ratio(x float8, y float8) RETURNS text LANGUAGE sql AS
   \$\$ SELECT coalesce(to_char(x / nullif(y, 0), 'FM990.00'), '-') \$\$;
+CREATE FUNCTION pg_temp.target(name text, x float8, goal float8) RETURNS text LANGUAGE sql AS
+  \$\$ SELECT CASE WHEN x IS NULL THEN format('- %s: not measured.', name)
+                  WHEN x >= goal THEN format('- %s: met, %s.', name, to_char(x, 'FM990.00'))
+                  ELSE format('- %s: **missed**, %s.', name, to_char(x, 'FM990.00')) END \$\$;
 
 SELECT format('### Ingest throughput (median of %s interleaved runs)', max(reps)) FROM r;
 SELECT '';
-SELECT '| batch | workload | rows | median s | events/s | vs raw | spread (max/min) |';
-SELECT '|------:|:---------|-----:|---------:|---------:|-------:|-----------------:|';
-SELECT format('| %s | %s | %s | %s | %s | %s | %s |',
+SELECT '| batch | workload | rows | median s | events/s | vs raw | spread (max/min) | peak RSS MB |';
+SELECT '|------:|:---------|-----:|---------:|---------:|-------:|-----------------:|------------:|';
+SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s |',
               r.batch, coalesce(o.label, r.workload), r.rows, to_char(r.secs, 'FM99990.000'),
               to_char(r.evs, 'FM999,999,990'),
               pg_temp.ratio(r.evs, pg_temp.ev(r.batch, 'raw')),
-              to_char(r.slowest / nullif(r.fastest, 0), 'FM990.00'))
+              to_char(r.slowest / nullif(r.fastest, 0), 'FM990.00'),
+              to_char(r.rss_kb / 1024.0, 'FM99990.0'))
   FROM r LEFT JOIN ord o USING (workload)
  ORDER BY r.batch DESC, o.o;
 SELECT '';
 SELECT '### Ratios';
 SELECT '';
-SELECT '| batch | 1 view / raw | 10 views / raw | 1 view / hand-written | 10 views / hand-written (10) |';
-SELECT '|------:|-------------:|---------------:|----------------------:|-----------------------------:|';
-SELECT format('| %s | %s | %s | %s | %s |', b,
-              pg_temp.ratio(pg_temp.ev(b, 'cv1'), pg_temp.ev(b, 'raw')),
-              pg_temp.ratio(pg_temp.ev(b, 'cv10'), pg_temp.ev(b, 'raw')),
-              pg_temp.ratio(pg_temp.ev(b, 'cv1'), pg_temp.ev(b, 'hand1')),
-              pg_temp.ratio(pg_temp.ev(b, 'cv10'), pg_temp.ev(b, 'hand10')))
+SELECT '| batch | W1 / raw | W1 / statement trigger | W1 / row trigger | W1 / REFRESH | W2 / raw | W3 / raw | W4 / raw | W4 / 10 statement triggers | W5 / raw |';
+SELECT '|------:|---------:|-----------------------:|-----------------:|-------------:|---------:|---------:|---------:|---------------------------:|---------:|';
+SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |', b,
+              pg_temp.ratio(pg_temp.ev(b, 'w1'), pg_temp.ev(b, 'raw')),
+              pg_temp.ratio(pg_temp.ev(b, 'w1'), pg_temp.ev(b, 'w1_hand')),
+              pg_temp.ratio(pg_temp.ev(b, 'w1'), pg_temp.ev(b, 'w1_row')),
+              pg_temp.ratio(pg_temp.ev(b, 'w1'), pg_temp.ev(b, 'w1_refresh')),
+              pg_temp.ratio(pg_temp.ev(b, 'w2'), pg_temp.ev(b, 'raw')),
+              pg_temp.ratio(pg_temp.ev(b, 'w3'), pg_temp.ev(b, 'raw')),
+              pg_temp.ratio(pg_temp.ev(b, 'w4'), pg_temp.ev(b, 'raw')),
+              pg_temp.ratio(pg_temp.ev(b, 'w4'), pg_temp.ev(b, 'w4_hand')),
+              pg_temp.ratio(pg_temp.ev(b, 'w5'), pg_temp.ev(b, 'raw')))
   FROM (SELECT DISTINCT batch AS b FROM r) s ORDER BY b DESC;
 SELECT '';
-SELECT CASE WHEN x IS NULL THEN 'Target (1 view >= 0.60 of raw COPY at 10,000-row batches): not measured.'
-            WHEN x >= 0.6 THEN format('Target (1 view >= 0.60 of raw COPY at 10,000-row batches): met, %s.', to_char(x, 'FM990.00'))
-            ELSE format('Target (1 view >= 0.60 of raw COPY at 10,000-row batches): **missed**, %s.', to_char(x, 'FM990.00')) END
-  FROM (SELECT pg_temp.ev(10000, 'cv1') / nullif(pg_temp.ev(10000, 'raw'), 0) AS x) t;
+SELECT '### Produce -> visible latency';
+SELECT '';
+SELECT format('$LAT_RATE rows/s offered for $LAT_SECONDS s in batches of $LAT_BATCH rows (one INSERT ... SELECT and commit per batch); median of %s runs of each figure.', count(DISTINCT rep)) FROM lat HAVING count(*) > 0;
+SELECT '';
+SELECT '| workload | median ms | p99 ms | rows/s achieved |' WHERE EXISTS (SELECT FROM lat);
+SELECT '|:---------|----------:|-------:|----------------:|' WHERE EXISTS (SELECT FROM lat);
+SELECT format('| %s | %s | %s | %s |', coalesce(o.label, l.workload),
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY median_ms),
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY p99_ms),
+              to_char(percentile_cont(0.5) WITHIN GROUP (ORDER BY achieved), 'FM999,999,990'))
+  FROM lat l LEFT JOIN ord o USING (workload) GROUP BY l.workload, o.label, o.o ORDER BY o.o;
+SELECT '';
+SELECT '### Targets';
+SELECT '';
+SELECT pg_temp.target('W1 >= 0.60 of raw COPY at 10,000-row batches',
+                      pg_temp.ev(10000, 'w1') / nullif(pg_temp.ev(10000, 'raw'), 0), 0.6);
+SELECT pg_temp.target('W4 >= 3x the hand-written statement triggers at 10,000-row batches',
+                      pg_temp.ev(10000, 'w4') / nullif(pg_temp.ev(10000, 'w4_hand'), 0), 3);
+SELECT CASE WHEN NOT EXISTS (SELECT FROM lat WHERE workload = 'w1') THEN '- W1 p99 produce -> visible <= 100 ms at 50,000 rows/s: not measured.'
+            WHEN $LAT_RATE < 50000 THEN format('- W1 p99 produce -> visible <= 100 ms at 50,000 rows/s: not measured (offered $LAT_RATE rows/s); p99 %s ms.', p)
+            WHEN p <= 100 AND a >= 0.95 * $LAT_RATE THEN format('- W1 p99 produce -> visible <= 100 ms at 50,000 rows/s: met, p99 %s ms.', p)
+            ELSE format('- W1 p99 produce -> visible <= 100 ms at 50,000 rows/s: **missed**, p99 %s ms at %s rows/s achieved.', p, round(a)) END
+  FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY p99_ms) AS p,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY achieved) AS a
+          FROM lat WHERE workload = 'w1') t;
+SELECT CASE WHEN $HAVE_HOP = 0 THEN E'\nW5 (hopping window): not available, stream_ext.hop() does not exist in this build.' END;
 EOF
 cat "$MD"
 say "done in $((SECONDS - start)) s; every measurement in $TSV"
