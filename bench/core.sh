@@ -53,6 +53,7 @@
 #   BENCH_LAT=1  BENCH_LAT_RATE=50000  BENCH_LAT_SECONDS=5  BENCH_LAT_BATCH=1000
 #   BENCH_SMOKE=1   a few seconds in all: tiny row counts, 1 rep (checks the
 #                   harness, not the speed)
+#   BENCH_DATA_DIR     where the input files go (default $STREAM_EXT_TMP/bench-data)
 #   BENCH_RESULTS_DIR  where core.tsv (every measurement) and core.md (the
 #                      tables) go; default $STREAM_EXT_TMP/bench-results
 # Needs PGHOST/PGPORT/PGUSER/PGDATABASE (a superuser: server-side COPY,
@@ -88,7 +89,7 @@ LAT_RATE=${BENCH_LAT_RATE:-50000}
 LAT_SECONDS=${BENCH_LAT_SECONDS:-5}
 LAT_BATCH=${BENCH_LAT_BATCH:-1000}
 RES=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP/bench-results}
-DATA=$STREAM_EXT_TMP/bench-data
+DATA=${BENCH_DATA_DIR:-$STREAM_EXT_TMP/bench-data}
 SCHEMA=bench
 
 say() { printf 'bench/core: %s\n' "$*" >&2; }

@@ -3,9 +3,12 @@
 #
 #   build + install (as root; otherwise the installed module is used) ->
 #   throwaway cluster (test/lib/cluster.sh) ->
-#     bench/core.sh    ingest throughput: raw stream vs continuous views vs a
-#                      hand-written trigger, batches of 1, 100 and 10,000 rows
-#     bench/kafka.sh   Kafka ingest, when it exists and is executable
+#     bench/core.sh    W1-W5: ingest throughput of continuous views against
+#                      raw COPY, hand-written statement and row triggers and
+#                      REFRESH MATERIALIZED VIEW, batches of 1, 100 and 10,000
+#                      rows; peak RSS; produce->visible latency
+#     bench/kafka.sh   W6: Kafka ingest against kcat | psql COPY, latency,
+#                      worker memory (when it exists and is executable)
 #   -> results table on stdout and in bench/results/latest.md (gitignored)
 #   -> the cluster is stopped and removed on exit (trap).
 #
@@ -20,8 +23,10 @@
 # writes BENCH_RESULTS_DIR/<name>.md (markdown) gets it included in the
 # report, in the order above.
 #
-# Environment: BENCH_SKIP_BUILD=1 skips build/install; BENCH_* variables are
-# passed on to the scripts (see bench/core.sh).
+# Environment: BENCH_SKIP_BUILD=1 skips build/install; BENCH_KAFKA=0 skips
+# bench/kafka.sh; BENCH_SMOKE=1 runs everything tiny (seconds; checks the
+# harness, measures nothing); other BENCH_* variables are passed on to the
+# scripts (see bench/core.sh and bench/kafka.sh).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,8 +72,15 @@ run_bench() {
 	fi
 }
 
+if [[ -n ${BENCH_SMOKE:-} ]]; then
+	export BENCH_KAFKA_MSGS=${BENCH_KAFKA_MSGS:-2000} BENCH_KAFKA_SECONDS=${BENCH_KAFKA_SECONDS:-1}
+	export BENCH_KAFKA_RSS_PASSES=${BENCH_KAFKA_RSS_PASSES:-2} BENCH_REPS=${BENCH_REPS:-1}
+fi
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 run_bench core
-if [[ -x $ROOT/bench/kafka.sh ]]; then
+if [[ ${BENCH_KAFKA:-1} == 0 ]]; then
+	msg "BENCH_KAFKA=0: bench/kafka.sh skipped"
+elif [[ -x $ROOT/bench/kafka.sh ]]; then
 	run_bench kafka
 else
 	msg "bench/kafka.sh absent or not executable; skipped"
@@ -87,10 +99,14 @@ pgver=$("$PG_BINDIR/postgres" --version)
 	echo "- commit: $commit${dirty:+ (src/ has uncommitted changes)}"
 	echo "- machine: $(nproc) cores ($cpu), $mem RAM"
 	echo "- server: $pgver; fsync=off, synchronous_commit=off, full_page_writes=off (test/lib/cluster.sh)"
+	echo "- load average (1, 5, 15 min) before / after: $load_before / $(cut -d' ' -f1-3 /proc/loadavg)"
 	for name in core kafka; do
 		[[ -s $BENCH_RESULTS_DIR/$name.md ]] || continue
 		echo
-		echo "## bench/$name.sh"
+		case $name in
+		core) echo "## bench/core.sh (W1-W5)" ;;
+		kafka) echo "## bench/kafka.sh (W6: Kafka -> continuous view)" ;;
+		esac
 		echo
 		cat "$BENCH_RESULTS_DIR/$name.md"
 	done
