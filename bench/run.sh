@@ -100,6 +100,7 @@ pgver=$("$PG_BINDIR/postgres" --version)
 	echo "- machine: $(nproc) cores ($cpu), $mem RAM"
 	echo "- server: $pgver; fsync=off, synchronous_commit=off, full_page_writes=off (test/lib/cluster.sh)"
 	echo "- load average (1, 5, 15 min) before / after: $load_before / $(cut -d' ' -f1-3 /proc/loadavg)"
+	[[ -z ${BENCH_SMOKE:-} ]] || echo "- **smoke mode** (BENCH_SMOKE=1): tiny loads, one repetition; these figures mean nothing"
 	for name in core kafka; do
 		[[ -s $BENCH_RESULTS_DIR/$name.md ]] || continue
 		echo
