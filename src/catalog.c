@@ -107,18 +107,49 @@ catalog_is_stream(Oid relid)
 							 relid, false) > 0;
 }
 
+/*
+ * Objects added in 0.2: a module newer than the installed extension script
+ * (before ALTER EXTENSION stream_ext UPDATE) must not read them.
+ */
+static bool
+has_transform_catalog(void)
+{
+	return OidIsValid(get_relname_relid("transform_catalog",
+										get_namespace_oid("stream_ext", true)));
+}
+
+static bool
+view_catalog_has_notify(void)
+{
+	Oid			relid = get_relname_relid("view_catalog",
+										  get_namespace_oid("stream_ext", true));
+
+	return OidIsValid(relid) && get_attnum(relid, "notify") != InvalidAttrNumber;
+}
+
+/* a materialization, side table, transform or a transform's table? */
 bool
 catalog_is_matrel(Oid relid)
 {
-	return catalog_query_oid("SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
+	return catalog_query_oid(has_transform_catalog() ?
+							 "SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
+							 " OR $1::pg_catalog.regclass = ANY (aux_tables)"
+							 " UNION ALL SELECT 1 FROM stream_ext.transform_catalog"
+							 " WHERE output_table = $1 OR transform = $1" :
+							 "SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
 							 " OR $1::pg_catalog.regclass = ANY (aux_tables)",
 							 relid, false) > 0;
 }
 
+/* read by continuous views or transforms, or written by transforms? */
 bool
 catalog_stream_has_views(Oid relid)
 {
-	return catalog_query_oid("SELECT 1 FROM stream_ext.view_catalog WHERE stream = $1",
+	return catalog_query_oid(has_transform_catalog() ?
+							 "SELECT 1 FROM stream_ext.view_catalog WHERE stream = $1"
+							 " UNION ALL SELECT 1 FROM stream_ext.transform_catalog"
+							 " WHERE stream = $1 OR output_stream = $1" :
+							 "SELECT 1 FROM stream_ext.view_catalog WHERE stream = $1",
 							 relid, false) > 0;
 }
 
@@ -334,6 +365,7 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		found = false;
 	const char *window_columns;
+	const char *notify = view_catalog_has_notify() ? "v.notify" : "NULL::pg_catalog.text";
 	int			rc;
 
 	/* sliding windows: expiry statement, and its step in microseconds */
@@ -343,11 +375,11 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 
 	SPI_connect();
 	rc = SPI_execute_with_args(psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
-										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s"
+										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s"
 										" FROM stream_ext.view_catalog v"
 										" JOIN pg_catalog.pg_class c ON c.oid = v.view"
 										" WHERE v.%s = $1",
-										window_columns, by_matrel ? "matrel" : "view"),
+										window_columns, notify, by_matrel ? "matrel" : "view"),
 							   1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
@@ -372,6 +404,7 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 		entry->expire_every_us = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
 		if (isnull)
 			entry->expire_every_us = 0;
+		entry->notify = SPI_getvalue(tup, desc, 10);
 		entry->distinct_sql = NIL;
 		arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
 		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
@@ -405,6 +438,13 @@ catalog_remove_orphans(void)
 					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
 					 false, 0);
 	views = SPI_processed;
+	if (rc == SPI_OK_DELETE && has_transform_catalog())
+	{
+		rc = SPI_execute("DELETE FROM stream_ext.transform_catalog t WHERE NOT EXISTS"
+						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.transform)",
+						 false, 0);
+		views += SPI_processed;
+	}
 	if (rc == SPI_OK_DELETE)
 		rc = SPI_execute("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
 						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",

@@ -24,6 +24,7 @@ typedef struct ViewCatalogEntry
 	char	   *timezone;		/* TimeZone pinned at creation */
 	char	   *expire_sql;		/* sliding window: deletes expired buckets */
 	int64		expire_every_us;	/* sliding window: its step */
+	char	   *notify;			/* NOTIFY channel per batch, or NULL */
 } ViewCatalogEntry;
 
 /* is the extension installed in this database? */

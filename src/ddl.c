@@ -51,6 +51,7 @@
 #include "retention.h"
 #include "sessions.h"
 #include "stream_ext.h"
+#include "transform.h"
 #include "windows.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -237,6 +238,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	LatenessSpec lateness;
 	List	   *window_opts;
 	TtlSpec		ttl;
+	CVOptions	opts;
 	RawStmt    *raw;
 	Query	   *query;
 	CVPlan		plan;
@@ -284,6 +286,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	cvopts = window_take_options(cvopts, &window_opts);
 	cvopts = lateness_take_options(cvopts, &lateness);
 	cvopts = retention_take_options(cvopts, &ttl);
+	cvopts = cv_take_options(cvopts, &opts);
 	reject_unknown_options(cvopts);
 
 	/* analyze the query as the user wrote it, with the user's search_path */
@@ -292,6 +295,19 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	raw->stmt_location = stmt_location;
 	raw->stmt_len = stmt_len;
 	query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	if (transform_applies(query))
+	{
+		/* no aggregates: a continuous transform (transform.c) */
+		if (session.enabled || window_opts != NIL || lateness.enabled || ttl.enabled)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("window, session, lateness and ttl options are not supported for continuous transforms"),
+					 errdetail("A view without aggregates or GROUP BY is a continuous transform.")));
+		transform_create(stmt, query, queryString, &opts);
+		notify_pgrst_reload();
+		return;
+	}
+	cv_check_view_options(&opts);
 	cv_analyze(query, queryString, stmt->aliases, &plan);
 	window_apply_options(&plan, window_opts, session.enabled);
 	if (session.enabled)
@@ -436,6 +452,8 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 
 	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
 						maintain_sql, distinct_sql);
+	if (opts.notify)
+		cv_record_notify(viewid, opts.notify);
 	if (session.enabled)
 		sessions_record(viewid, &session, sessions_compact_sql(&session, &plan, mq));
 	window_record(&plan, viewid, matrelid);

@@ -50,6 +50,7 @@
 #include "lateness.h"
 #include "maintain.h"
 #include "stats.h"
+#include "transform.h"
 #include "windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
@@ -503,6 +504,9 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 						   groups, INSTR_TIME_GET_MILLISEC(elapsed),
 						   max_arrival);
 	}
+	if (entry->cat.notify)
+		cv_notify_batch(entry->cat.notify, entry->cat.viewid,
+						tuplestore_tuple_count(trigdata->tg_newtable), groups);
 	return PointerGetDatum(NULL);
 }
 

@@ -40,7 +40,9 @@ CREATE TABLE stream_ext.view_catalog (
     -- deleted by stream_ext.run_maintenance() (retention.c)
     ttl          interval,
     ttl_column   name,
-    ttl_sql      text
+    ttl_sql      text,
+    -- WITH (notify = 'channel'): NOTIFYed once per batch (transform.c)
+    notify       text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
 
