@@ -776,6 +776,14 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	entry = transform_entry(trigdata->tg_trigger);
+	/* a trigger another role put on its own table must not forge rows */
+	if (RelationGetRelid(trigdata->tg_relation) != entry->streamid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("trigger \"%s\" on \"%s\" cannot run continuous transform \"%s\": it reads another stream",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation),
+						get_rel_name(entry->viewid))));
 	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "SPI_register_trigger_data failed");
 
