@@ -126,6 +126,33 @@ INSERT INTO tr_clicks VALUES ('u1', 'DE', 1), ('u2', 'DE', 2), ('u1', 'FR', 3);
 SELECT * FROM tr_n_agg ORDER BY url;
 SELECT url, arrival_timestamp IS NOT NULL AS has_arrival FROM tr_ok;
 
+-- privileges: reading the source is not enough, the owner needs INSERT on
+-- the output stream; and no one can run a transform from a trigger on
+-- another table (it would forge rows into the output stream)
+CREATE ROLE tr_user;
+GRANT SELECT ON tr_clicks TO tr_user;
+GRANT CREATE ON SCHEMA public TO tr_user;
+SET ROLE tr_user;
+CREATE VIEW tr_user_t WITH (continuous, output_stream = 'tr_ok') AS
+  SELECT url FROM tr_clicks;
+CREATE TABLE tr_fake (url text);
+CREATE TRIGGER forge AFTER INSERT ON tr_fake REFERENCING NEW TABLE AS stream_ext_new
+  FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.transform('public.tr_n_tr');
+INSERT INTO tr_fake VALUES ('forged');
+DROP TABLE tr_fake;
+RESET ROLE;
+GRANT INSERT ON tr_ok TO tr_user;
+SET ROLE tr_user;
+CREATE VIEW tr_user_t WITH (continuous, output_stream = 'tr_ok') AS
+  SELECT url FROM tr_clicks WHERE url = 'u9';
+RESET ROLE;
+INSERT INTO tr_clicks VALUES ('u9', 'DE', 1);
+SELECT url FROM tr_ok ORDER BY url;
+DROP VIEW tr_user_t;
+REVOKE ALL ON tr_clicks, tr_ok FROM tr_user;
+REVOKE CREATE ON SCHEMA public FROM tr_user;
+DROP ROLE tr_user;
+
 -- DROP: a transform goes alone; the output stream needs CASCADE
 DROP VIEW tr_n_tr;
 DROP TABLE tr_clean;
