@@ -27,7 +27,8 @@
 #               (set when the batch is inserted) - send time: median, p99.
 #   memory      the worker's private memory (RssAnon) and VmRSS after the
 #               first pass and after all BENCH_KAFKA_RSS_PASSES passes
-#               (VmRSS also counts the shared buffers the worker touched).
+#               (VmRSS also counts the shared buffers the worker touched),
+#               and Pss_Anon from /proc/PID/smaps_rollup after every pass.
 #
 # Writes $BENCH_RESULTS_DIR/kafka.md (and kafka.tsv); prints the tables.
 # Reports figures and ratios; exits non-zero only when something broke.
@@ -200,9 +201,12 @@ wait_stored rss_src "$MSGS"
 pid=$(q "SELECT w.pid FROM stream_ext.kafka_worker_stats() w JOIN stream_ext.kafka_sources s ON s.id = w.source_id WHERE s.name = 'rss_src'")
 rss1=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
 anon1=$(awk '/RssAnon/ { print $2 }' "/proc/$pid/status")
+pss_anon() { awk '/^Pss_Anon/ { print $2 }' "/proc/$pid/smaps_rollup"; }
+anon_series=$(pss_anon)
 for pass in $(seq 2 "$RSS_PASSES"); do
 	produce4 rss "$work/csv.txt"
 	wait_stored rss_src $((MSGS * pass))
+	anon_series="$anon_series $(pss_anon)"
 done
 rss2=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
 anon2=$(awk '/RssAnon/ { print $2 }' "/proc/$pid/status")
@@ -226,5 +230,6 @@ total_rss=$((MSGS * RSS_PASSES))
 	echo "median ${lat_med} ms, p99 ${lat_p99} ms, max ${lat_max} ms."
 	echo
 	echo "Worker private memory (RssAnon): ${anon1} kB after $MSGS messages, ${anon2} kB after $total_rss."
+	echo "Worker Pss_Anon (smaps_rollup) after each pass of $MSGS, kB: ${anon_series}."
 	echo "Worker VmRSS: ${rss1} kB and ${rss2} kB (includes the shared buffers it touched: up to shared_buffers)."
 } | tee "$OUT/kafka.md"
