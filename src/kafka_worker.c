@@ -15,9 +15,12 @@
  *	   subtransaction; a message that fails rolls back only that
  *	   subtransaction, is set aside as a dead letter, and decoding goes on
  *	   in a fresh one from the next message;
- *	3. INSERT INTO stream SELECT ... FROM <the batch as an ephemeral named
- *	   relation>: one statement, so the stream's statement-level triggers
- *	   fire once per batch; should it fail, the rows are retried one by one
+ *	3. insert the decoded tuples as one statement, so the stream's
+ *	   statement-level triggers fire once per batch: stream_insert.c does
+ *	   it like COPY FROM (multi-insert, no planning); for a stream it cannot
+ *	   handle (row-level security, BEFORE ROW triggers, rules) the batch is
+ *	   an ephemeral named relation for INSERT INTO stream SELECT ... FROM it.
+ *	   Should it fail, the rows are retried one by one with that INSERT
  *	   (failure path only) and the failing ones dead-lettered;
  *	4. insert the dead letters and upsert the next offset of every
  *	   partition in stream_ext.kafka_offsets;
@@ -62,6 +65,7 @@
 
 #include "formats.h"
 #include "kafka.h"
+#include "stream_insert.h"
 
 #define BATCH_ENR_NAME	"stream_ext_batch"
 #define ROW_ENR_NAME	"stream_ext_row"
@@ -100,6 +104,7 @@ typedef struct Worker
 	KafkaDecoder *dec;
 	char	   *insert_sql;
 	char	   *row_insert_sql;
+	AttrNumber *attnums;		/* stream attribute of each decoded column */
 	char	   *group_id;
 
 	/* the consumer */
@@ -357,6 +362,7 @@ load_source(void)
 	TupleDesc	desc;
 	bool		isnull;
 	MemoryContext old;
+	int			i;
 
 	begin_xact();
 	if (!source_is_running(false))
@@ -387,6 +393,9 @@ load_source(void)
 	W.dec = kafka_decoder_create(W.stream, W.format, &W.opts);
 	W.insert_sql = kafka_decoder_insert_sql(W.dec, BATCH_ENR_NAME);
 	W.row_insert_sql = kafka_decoder_insert_sql(W.dec, ROW_ENR_NAME);
+	W.attnums = palloc(sizeof(AttrNumber) * W.dec->ncolumns);
+	for (i = 0; i < W.dec->ncolumns; i++)
+		W.attnums[i] = W.dec->columns[i].attnum;
 	W.group_id = psprintf("stream_ext-%s", W.name);
 	W.msgs = palloc0(sizeof(rd_kafka_message_t *) * W.opts.batch_size);
 	MemoryContextSwitchTo(old);
@@ -740,12 +749,16 @@ catch_error_message(MemoryContext cxt)
 }
 
 /*
- * Run one INSERT of the batch (or of a single row) in a subtransaction.
- * Returns NULL when it succeeded, else the error message (allocated in the
- * batch context), the subtransaction rolled back so the batch can go on.
+ * Run one INSERT of the batch (or of a single row) in a subtransaction:
+ * the statement sql, or with sql NULL the ntuples tuples through
+ * stream_bulk_insert(), which sets *unsupported (and does nothing) when it
+ * cannot stand in for the statement.  Returns NULL when it succeeded, else
+ * the error message (allocated in the batch context), the subtransaction
+ * rolled back so the batch can go on.
  */
 static char *
-insert_in_subxact(const char *sql, MemoryContext oldcxt)
+insert_in_subxact(const char *sql, HeapTuple *tuples, int ntuples,
+				  bool *unsupported, MemoryContext oldcxt)
 {
 	ResourceOwner oldowner = CurrentResourceOwner;
 	char	   *volatile msg = NULL;
@@ -754,10 +767,16 @@ insert_in_subxact(const char *sql, MemoryContext oldcxt)
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		int			ret = SPI_execute(sql, false, 0);
+		if (sql == NULL)
+			*unsupported = !stream_bulk_insert(W.stream, W.dec->tupdesc, W.attnums,
+											   tuples, ntuples);
+		else
+		{
+			int			ret = SPI_execute(sql, false, 0);
 
-		if (ret != SPI_OK_INSERT)
-			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+			if (ret != SPI_OK_INSERT)
+				elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+		}
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -878,27 +897,32 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	/* Insert the batch with one statement. */
 	if (ntuples > 0 && stop_error == NULL)
 	{
-		Tuplestorestate *ts;
+		bool		unsupported = false;
+		char	   *msg = insert_in_subxact(NULL, tuples, ntuples, &unsupported, oldcxt);
 
-		MemoryContextSwitchTo(W.batch_cxt);
-		ts = tuplestore_begin_heap(false, false, Max(work_mem, 65536));
-		for (i = 0; i < ntuples; i++)
-			tuplestore_puttuple(ts, tuples[i]);
-		MemoryContextSwitchTo(oldcxt);
-		register_enr(BATCH_ENR_NAME, ts, ntuples);
-
+		if (msg == NULL && unsupported)
 		{
-			char	   *msg = insert_in_subxact(W.insert_sql, oldcxt);
+			Tuplestorestate *ts;
 
-			if (msg != NULL)
-			{
-				insert_failed = true;
-				if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
-					stop_error = msg;
-			}
+			MemoryContextSwitchTo(W.batch_cxt);
+			ts = tuplestore_begin_heap(false, false, Max(work_mem, 65536));
+			for (i = 0; i < ntuples; i++)
+				tuplestore_puttuple(ts, tuples[i]);
+			MemoryContextSwitchTo(oldcxt);
+			register_enr(BATCH_ENR_NAME, ts, ntuples);
+			msg = insert_in_subxact(W.insert_sql, NULL, 0, NULL, oldcxt);
+			SPI_unregister_relation(BATCH_ENR_NAME);
+			tuplestore_end(ts);
 		}
-		SPI_unregister_relation(BATCH_ENR_NAME);
-		tuplestore_end(ts);
+		if (msg != NULL)
+		{
+			insert_failed = true;
+			ereport(DEBUG1,
+					(errmsg_internal("stream_ext: Kafka source \"%s\": batch insert failed, retrying row by row: %s",
+									 W.name, msg)));
+			if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
+				stop_error = msg;
+		}
 	}
 
 	/*
@@ -919,7 +943,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 
 			tuplestore_clear(ts);
 			tuplestore_puttuple(ts, tuples[i]);
-			msg = insert_in_subxact(W.row_insert_sql, oldcxt);
+			msg = insert_in_subxact(W.row_insert_sql, NULL, 0, NULL, oldcxt);
 			if (msg != NULL)
 			{
 				dead[ndead].msgidx = tuple_msg[i];
