@@ -192,7 +192,7 @@ for rep in $(seq "$REPS"); do
 		case $w in
 			stream_ext_bad1pct) t=$(run_source_bad) ;;
 			stream_ext) t=$(run_source csv csv) ;;
-			stream_ext_b100k) t=$(run_source csv csv '{"batch_size": 100000}') ;;
+			stream_ext_b100k) t=$(run_source csv csv '{"batch_size": 100000, "max_wait_ms": 200}') ;;
 			pipeline) t=$(run_pipeline) ;;
 			stream_ext_json) t=$(run_source json json) ;;
 		esac
