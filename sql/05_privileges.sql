@@ -97,6 +97,8 @@ RESET ROLE;
 SET ROLE se_rls_reader;
 SELECT tenant, v FROM se_rls.ev ORDER BY tenant;
 CREATE VIEW se_rls.mine WITH (continuous) AS SELECT tenant, count(*) FROM se_rls.ev GROUP BY tenant;
+-- a continuous transform reads every row too
+CREATE VIEW se_rls.mine_rows WITH (continuous) AS SELECT tenant, v FROM se_rls.ev;
 INSERT INTO se_rls.ev VALUES ('b', 10), ('c', 100);
 RESET ROLE;
 SELECT * FROM se_rls.by_tenant ORDER BY tenant;
@@ -119,6 +121,16 @@ RESET ROLE;
 SET ROLE se_rls_owner;
 ALTER TABLE se_rls.ev ENABLE ROW LEVEL SECURITY;
 DROP VIEW se_rls.mine;
+RESET ROLE;
+-- ... and so by another role's continuous transform
+SET ROLE se_rls_reader;
+CREATE VIEW se_rls.mine_rows WITH (continuous) AS SELECT tenant, v FROM se_rls.ev;
+RESET ROLE;
+SET ROLE se_rls_owner;
+ALTER TABLE se_rls.ev ENABLE ROW LEVEL SECURITY;
+RESET ROLE;
+DROP VIEW se_rls.mine_rows;
+SET ROLE se_rls_owner;
 ALTER TABLE se_rls.ev ENABLE ROW LEVEL SECURITY;
 RESET ROLE;
 -- roles with BYPASSRLS are not restricted

@@ -196,7 +196,15 @@ catalog_view_owners(Oid relid)
 	int			rc;
 
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT DISTINCT c.relowner FROM stream_ext.view_catalog v"
+	/* continuous transforms read every row of their stream too */
+	rc = SPI_execute_with_args(has_transform_catalog() ?
+							   "SELECT c.relowner FROM stream_ext.view_catalog v"
+							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+							   " WHERE v.stream = $1"
+							   " UNION SELECT c.relowner FROM stream_ext.transform_catalog t"
+							   " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
+							   " WHERE t.stream = $1" :
+							   "SELECT DISTINCT c.relowner FROM stream_ext.view_catalog v"
 							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
 							   " WHERE v.stream = $1",
 							   1, argtypes, values, NULL, true, 0);

@@ -230,6 +230,27 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 	AtEOXact_GUC(true, nestlevel);
 }
 
+/*
+ * A continuous view or transform reads every row inserted into its stream;
+ * it cannot apply row-level security policies to them, so it may only be
+ * created by a role the stream's policies do not restrict.
+ */
+static void
+check_creator_rls(Oid streamid)
+{
+	bool		enabled;
+	bool		forced;
+
+	stream_rls_flags(streamid, &enabled, &forced);
+	if (stream_rls_applies(streamid, GetUserId(), enabled, forced))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create a continuous view over stream \"%s\": row-level security applies to you",
+						get_rel_name(streamid)),
+				 errdetail("A continuous view aggregates every row inserted into its stream and cannot apply row-level security policies to them."),
+				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
+}
+
 static void
 create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 					   int stmt_location, int stmt_len)
@@ -303,6 +324,9 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("window, session, lateness and ttl options are not supported for continuous transforms"),
 					 errdetail("A view without aggregates or GROUP BY is a continuous transform.")));
+		if (list_length(query->rtable) >= 1 &&
+			linitial_node(RangeTblEntry, query->rtable)->rtekind == RTE_RELATION)
+			check_creator_rls(linitial_node(RangeTblEntry, query->rtable)->relid);
 		transform_create(stmt, query, queryString, &opts);
 		notify_pgrst_reload();
 		return;
@@ -319,19 +343,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	ExecCheckRTPerms(query->rtable, true);
 
 	/* ... every row of it: no row-level security may hide any from them */
-	{
-		bool		enabled;
-		bool		forced;
-
-		stream_rls_flags(plan.streamid, &enabled, &forced);
-		if (stream_rls_applies(plan.streamid, GetUserId(), enabled, forced))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot create a continuous view over stream \"%s\": row-level security applies to you",
-							get_rel_name(plan.streamid)),
-					 errdetail("A continuous view aggregates every row inserted into its stream and cannot apply row-level security policies to them."),
-					 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
-	}
+	check_creator_rls(plan.streamid);
 
 	/*
 	 * Keep writers out of the stream until we commit: rows committed before
