@@ -88,9 +88,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	ViewCatalogEntry entry;
 	Relation	stream;
 	EphemeralNamedRelation enr;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	MemoryContext outcxt = CurrentMemoryContext;
 	ListCell   *lc;
 	char	   *header;
@@ -128,15 +126,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "SPI_register_relation failed");
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(entry.owner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("TimeZone", entry.timezone, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	owner_context_enter(&octx, entry.owner, entry.timezone);
 
 	stream_ext_maintenance_depth++;
 	PG_TRY();
@@ -157,8 +147,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	SPI_finish();
 	table_close(stream, AccessShareLock);
 	return (Datum) 0;

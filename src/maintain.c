@@ -304,6 +304,7 @@ prepare_plans(MaintEntry *entry)
 	}
 }
 
+/* set a GUC for the current nest level, unless it already has that value */
 static void
 pin_setting(const char *name, const char *value)
 {
@@ -312,6 +313,26 @@ pin_setting(const char *name, const char *value)
 	if (current == NULL || strcmp(current, value) != 0)
 		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+owner_context_enter(OwnerContext *ctx, Oid owner, const char *timezone)
+{
+	GetUserIdAndSecContext(&ctx->save_userid, &ctx->save_sec);
+	SetUserIdAndSecContext(owner,
+						   ctx->save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	ctx->nestlevel = NewGUCNestLevel();
+	pin_setting("search_path", "pg_catalog");
+	if (timezone != NULL)
+		pin_setting("TimeZone", timezone);
+}
+
+void
+owner_context_leave(OwnerContext *ctx)
+{
+	AtEOXact_GUC(true, ctx->nestlevel);
+	SetUserIdAndSecContext(ctx->save_userid, ctx->save_sec);
 }
 
 /* ---- row-level security ------------------------------------------------ */
@@ -403,9 +424,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	MaintEntry *entry;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	ListCell   *lc;
 	int			rc;
 	uint64		groups;
@@ -444,13 +463,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	register_new_rows(trigdata);
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(entry->cat.owner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
-	pin_setting("TimeZone", entry->cat.timezone);
+	owner_context_enter(&octx, entry->cat.owner, entry->cat.timezone);
 
 	if (entry->maintain_plan == NULL)
 		prepare_plans(entry);
@@ -485,8 +498,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	SPI_finish();
 
 	if (stats_tracking())

@@ -22,6 +22,22 @@ extern int	stream_ext_maintenance_depth;
  */
 #define MAINT_PLAN_ROWS 1000
 
+/*
+ * Run user work as OWNER: security-restricted, with search_path pinned to
+ * pg_catalog and, when TIMEZONE is given, TimeZone pinned -- how every
+ * maintenance statement runs.  owner_context_leave() restores the caller's
+ * user and settings (an error restores them through transaction abort).
+ */
+typedef struct OwnerContext
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			nestlevel;
+} OwnerContext;
+
+extern void owner_context_enter(OwnerContext *ctx, Oid owner, const char *timezone);
+extern void owner_context_leave(OwnerContext *ctx);
+
 extern void maintain_init(void);
 
 /*

@@ -456,31 +456,17 @@ run_item(const char *task, Oid relid, ItemFn fn, void *arg, void *arg2)
 	return result;
 }
 
-static void
-pin_setting(const char *name, const char *value)
-{
-	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-}
-
 /* one view task, as the view's owner (inside run_item's subtransaction) */
 static int64
 view_item(void *arg, void *arg2)
 {
 	ViewWork   *view = arg;
 	ViewTask	fn = (ViewTask) arg2;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	int64		removed;
 
 	SPI_connect();
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(view->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
-	pin_setting("TimeZone", view->timezone);
+	owner_context_enter(&octx, view->owner, view->timezone);
 	stream_ext_maintenance_depth++;
 	PG_TRY();
 	{
@@ -491,8 +477,7 @@ view_item(void *arg, void *arg2)
 		stream_ext_maintenance_depth--;
 	}
 	PG_END_TRY();
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	SPI_finish();
 	return removed;
 }
@@ -504,18 +489,12 @@ stream_item(void *arg, void *arg2)
 	StreamWork *stream = arg;
 	Oid			argtypes[1] = {INTERVALOID};
 	Datum		values[1] = {stream->retention};
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	int			rc;
 	uint64		deleted;
 
 	SPI_connect();
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(stream->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
+	owner_context_enter(&octx, stream->owner, NULL);
 	stream_ext_deleting_raw_rows = true;
 	PG_TRY();
 	{
@@ -538,8 +517,7 @@ stream_item(void *arg, void *arg2)
 		stream_ext_deleting_raw_rows = false;
 	}
 	PG_END_TRY();
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	SPI_finish();
 	return (int64) deleted;
 }
@@ -553,9 +531,7 @@ static int64
 truncate_item(void *arg, void *arg2)
 {
 	StreamWork *stream = arg;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	SPIPlanPtr	plan;
 	int			rc;
 	bool		truncated = false;
@@ -563,11 +539,7 @@ truncate_item(void *arg, void *arg2)
 	if (!ConditionalLockRelationOid(stream->relid, AccessExclusiveLock))
 		return 0;
 	SPI_connect();
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(stream->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
+	owner_context_enter(&octx, stream->owner, NULL);
 	plan = SPI_prepare(psprintf("SELECT 1 FROM %s LIMIT 1", stream->qualname), 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "stream_ext: could not prepare: %s", SPI_result_code_string(SPI_result));
@@ -580,8 +552,7 @@ truncate_item(void *arg, void *arg2)
 			elog(ERROR, "stream_ext: TRUNCATE failed: %s", SPI_result_code_string(rc));
 		truncated = true;
 	}
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	SPI_finish();
 	/* rows came in meanwhile: nothing was changed under the lock */
 	if (!truncated)

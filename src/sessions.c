@@ -194,14 +194,6 @@ sessions_index_columns_sql(CVPlan *plan)
 	return buf.data;
 }
 
-static char *
-gap_literal(SessionSpec *spec)
-{
-	return psprintf("%s::pg_catalog.interval",
-					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
-																		   IntervalPGetDatum(spec->gap)))));
-}
-
 static void
 append_state_columns(StringInfo buf, CVPlan *plan, const char *prefix)
 {
@@ -275,7 +267,7 @@ sessions_maintain_sql(SessionSpec *spec, CVPlan *plan, const char *matrel,
 	appendStringInfo(&buf,
 					 " ORDER BY s.%s) OPERATOR(pg_catalog.<=) %s THEN 0 ELSE 1 END AS stream_ext_brk"
 					 " FROM %s s WHERE s.%s IS NOT NULL",
-					 t, gap_literal(spec), source, t);
+					 t, interval_sql_literal(spec->gap), source, t);
 	if (where)
 		appendStringInfo(&buf, " AND (%s)", deparse_expression(where, ctx, true, false));
 	appendStringInfo(&buf, ") s) s GROUP BY %s, s.stream_ext_island", keys.data);
@@ -322,7 +314,7 @@ merged_sql(SessionSpec *spec, CVPlan *plan, const char *source)
 					 " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) OPERATOR(pg_catalog.<=) %s"
 					 " THEN 0 ELSE 1 END AS stream_ext_brk FROM %s f) f) f"
 					 " GROUP BY %s, f.stream_ext_session",
-					 keys.data, keys.data, gap_literal(spec), source, keys.data);
+					 keys.data, keys.data, interval_sql_literal(spec->gap), source, keys.data);
 	return buf.data;
 }
 
@@ -424,9 +416,7 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	Oid			viewid = PG_GETARG_OID(0);
 	ViewCatalogEntry entry;
 	char	   *compact_sql;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	int64		removed;
 	int			rc;
 	bool		isnull;
@@ -446,15 +436,7 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	mq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry.matrelid)),
 									get_rel_name(entry.matrelid));
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(entry.owner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("TimeZone", entry.timezone, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	owner_context_enter(&octx, entry.owner, entry.timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
@@ -477,7 +459,6 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	PG_END_TRY();
 
 	SPI_finish();
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	PG_RETURN_INT64(removed);
 }

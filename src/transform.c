@@ -733,16 +733,6 @@ transform_entry(Trigger *trigger)
 	return entry;
 }
 
-static void
-pin_setting(const char *name, const char *value)
-{
-	const char *current = GetConfigOption(name, false, false);
-
-	if (current == NULL || strcmp(current, value) != 0)
-		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-}
-
 /*
  * stream_ext.transform(transform) — statement-level AFTER INSERT trigger
  * on a transform's stream, REFERENCING NEW TABLE AS stream_ext_new.
@@ -752,9 +742,7 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TransformEntry *entry;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	int			rc;
 	uint64		rows;
 	uint64		written = 0;
@@ -787,13 +775,7 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "SPI_register_trigger_data failed");
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(entry->owner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
-	pin_setting("TimeZone", entry->timezone);
+	owner_context_enter(&octx, entry->owner, entry->timezone);
 
 	if (entry->plan == NULL)
 	{
@@ -819,8 +801,7 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	SPI_finish();
 
 	if (stats_tracking())

@@ -112,8 +112,7 @@ usecs_interval(int64 us)
 static char *
 usecs_literal(int64 us)
 {
-	return psprintf("%s::pg_catalog.interval",
-					quote_literal_cstr(interval_text(usecs_interval(us))));
+	return interval_sql_literal(usecs_interval(us));
 }
 
 static void
@@ -1011,9 +1010,7 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 	forthree(v, views, o, owners, s, sqls)
 	{
 		Oid			owner = lfirst_oid(o);
-		Oid			save_userid;
-		int			save_sec;
-		int			nestlevel;
+		OwnerContext octx;
 
 		if (!has_privs_of_role(GetUserId(), owner))
 		{
@@ -1023,12 +1020,7 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 						 errmsg("must be owner of view %s", get_rel_name(lfirst_oid(v)))));
 			continue;
 		}
-		GetUserIdAndSecContext(&save_userid, &save_sec);
-		SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		nestlevel = NewGUCNestLevel();
-		(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		owner_context_enter(&octx, owner, NULL);
 		stream_ext_maintenance_depth++;
 		PG_TRY();
 		{
@@ -1042,8 +1034,7 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 			stream_ext_maintenance_depth--;
 		}
 		PG_END_TRY();
-		AtEOXact_GUC(true, nestlevel);
-		SetUserIdAndSecContext(save_userid, save_sec);
+		owner_context_leave(&octx);
 	}
 	SPI_finish();
 	PG_RETURN_INT64(total);
