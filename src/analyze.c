@@ -43,6 +43,7 @@
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "analyze.h"
 #include "catalog.h"
@@ -424,6 +425,15 @@ cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg)
 					 type_sql(exprType((Node *) arg), exprTypmod((Node *) arg),
 							  exprCollation((Node *) arg)));
 	return buf.data;
+}
+
+/* an interval as a SQL literal: '...'::pg_catalog.interval */
+char *
+interval_sql_literal(const Interval *iv)
+{
+	return psprintf("%s::pg_catalog.interval",
+					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
+																		   IntervalPGetDatum(iv)))));
 }
 
 List *

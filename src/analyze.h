@@ -10,6 +10,7 @@
 #ifndef STREAM_EXT_ANALYZE_H
 #define STREAM_EXT_ANALYZE_H
 
+#include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 
@@ -63,6 +64,7 @@ extern void cv_name_columns(CVPlan *plan);
 extern char *type_sql(Oid type, int32 typmod, Oid collation);
 extern void append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix);
 extern List *stream_context(CVPlan *plan);
+extern char *interval_sql_literal(const Interval *iv);
 extern void append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx);
 
 /* SQL text, generated with search_path pinned to pg_catalog */

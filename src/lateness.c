@@ -49,6 +49,7 @@
 
 #include "catalog.h"
 #include "lateness.h"
+#include "maintain.h"
 #include "windows.h"
 
 static void emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull);
@@ -132,14 +133,6 @@ lateness_take_options(List *options, LatenessSpec *spec)
 		spec->lateness = parse_lateness(spec->text);
 	}
 	return rest;
-}
-
-static char *
-interval_literal(Interval *iv)
-{
-	return psprintf("%s::pg_catalog.interval",
-					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
-																		   IntervalPGetDatum(iv)))));
 }
 
 /*
@@ -276,7 +269,7 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid)
 
 	spec->window_start_sql = deparse_expression((Node *) tumble, ctx, true, false);
 	spec->event_time_sql = deparse_expression(linitial(tumble->args), ctx, true, false);
-	spec->size_sql = interval_literal(&plan->window->size);
+	spec->size_sql = interval_sql_literal(&plan->window->size);
 	/* on time: no watermark yet, no event time, or its window still open */
 	if (spec->emit_on_close)
 		check_output_stream(spec, plan, query, streamid);
@@ -453,6 +446,54 @@ lateness_begin_batch(LatenessInfo *info, bool *isnull)
 }
 
 /*
+ * The view's newest event time becomes at least TS.  Runs as the catalog
+ * owner, in the caller's SPI connection.
+ */
+static void
+raise_max_event_time(Oid viewid, Datum ts)
+{
+	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2] = {ObjectIdGetDatum(viewid), ts};
+	Oid			save_userid;
+	int			save_sec;
+
+	catalog_begin_write(&save_userid, &save_sec);
+	if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
+							  " VALUES ($1::pg_catalog.regclass, $2)"
+							  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
+							  " GREATEST(w.max_event_time, excluded.max_event_time)",
+							  2, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "stream_ext: advancing the watermark failed");
+	catalog_end_write(save_userid, save_sec);
+}
+
+/*
+ * The view's watermark now (max event time minus allowed_lateness); not a
+ * read-only query, so that it sees what this command just wrote.
+ */
+static Datum
+read_watermark(Oid viewid, bool *isnull)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	Oid			save_userid;
+	int			save_sec;
+	Datum		wm = 0;
+
+	*isnull = true;
+	catalog_begin_write(&save_userid, &save_sec);
+	if (SPI_execute_with_args("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+							  " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+							  " WHERE w.view = $1::pg_catalog.regclass",
+							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext: reading the watermark failed");
+	if (SPI_processed == 1)
+		wm = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+	catalog_end_write(save_userid, save_sec);
+	return wm;
+}
+
+/*
  * Append the final rows of the windows closed since watermark OLD (none:
  * OLD_ISNULL) to the output stream.  Runs as the current user (the view's
  * owner, in maintenance), in the caller's SPI connection.
@@ -463,24 +504,9 @@ emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull)
 	Oid			argtypes[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		values[2];
 	char		nulls[2] = {old_isnull ? 'n' : ' ', ' '};
-	Oid			oidarg[1] = {OIDOID};
-	Datum		oidval[1] = {ObjectIdGetDatum(info->viewid)};
-	Oid			save_userid;
-	int			save_sec;
 	bool		isnull;
-	Datum		now_wm;
+	Datum		now_wm = read_watermark(info->viewid, &isnull);
 
-	catalog_begin_write(&save_userid, &save_sec);
-	if (SPI_execute_with_args("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
-							  " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
-							  " WHERE w.view = $1::pg_catalog.regclass",
-							  1, oidarg, oidval, NULL, false, 1) != SPI_OK_SELECT)	/* sees the update */
-		elog(ERROR, "stream_ext: reading the watermark failed");
-	isnull = true;
-	now_wm = 0;
-	if (SPI_processed == 1)
-		now_wm = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	catalog_end_write(save_userid, save_sec);
 	if (isnull || (!old_isnull && DatumGetTimestampTz(now_wm) <= old))
 		return;					/* no window closed */
 	values[0] = TimestampTzGetDatum(old);
@@ -513,19 +539,9 @@ lateness_end_batch(LatenessInfo *info, TimestampTz wm, bool wm_isnull)
 	if (SPI_execute(info->max_sql, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "stream_ext: reading the batch's event time failed");
 	batch_max = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (!isnull)
-	{
-		Oid			types2[2] = {OIDOID, TIMESTAMPTZOID};
-		Datum		vals2[2] = {ObjectIdGetDatum(info->viewid), batch_max};
-
-		if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
-								  " VALUES ($1::pg_catalog.regclass, $2)"
-								  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
-								  " GREATEST(w.max_event_time, excluded.max_event_time)",
-								  2, types2, vals2, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "stream_ext: advancing the watermark failed");
-	}
 	catalog_end_write(save_userid, save_sec);
+	if (!isnull)
+		raise_max_event_time(info->viewid, batch_max);
 	if (info->emit_sql)
 		emit_closed(info, wm, wm_isnull);
 }
@@ -552,10 +568,7 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 	LatenessInfo *info;
 	TimestampTz old;
 	bool		old_isnull;
-	Oid			save_userid;
-	int			save_sec;
-	Oid			types2[2] = {OIDOID, TIMESTAMPTZOID};
-	Datum		vals2[2] = {ObjectIdGetDatum(viewid), TimestampTzGetDatum(to)};
+	OwnerContext octx;
 	Datum		result;
 	bool		isnull;
 
@@ -572,37 +585,16 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 				 errmsg("continuous view \"%s\" has no watermark", get_rel_name(viewid)),
 				 errhint("Only views with allowed_lateness or emit = 'on_close' have one.")));
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(entry.owner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	owner_context_enter(&octx, entry.owner, entry.timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	old = lateness_begin_batch(info, &old_isnull);
-	{
-		Oid			u;
-		int			sc;
-
-		catalog_begin_write(&u, &sc);
-		if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
-								  " VALUES ($1::pg_catalog.regclass, $2)"
-								  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
-								  " GREATEST(w.max_event_time, excluded.max_event_time)",
-								  2, types2, vals2, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "stream_ext: advancing the watermark failed");
-		if (SPI_execute_with_args("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
-								  " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
-								  " WHERE w.view = $1::pg_catalog.regclass",
-								  1, types2, vals2, NULL, false, 1) != SPI_OK_SELECT ||
-			SPI_processed != 1)
-			elog(ERROR, "stream_ext: reading the watermark failed");
-		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		catalog_end_write(u, sc);
-	}
+	raise_max_event_time(viewid, TimestampTzGetDatum(to));
+	result = read_watermark(viewid, &isnull);
 	if (info->emit_sql)
 		emit_closed(info, old, old_isnull);
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
