@@ -384,14 +384,13 @@ lateness_lookup(Oid viewid, MemoryContext mcxt)
 	Datum		values[1] = {ObjectIdGetDatum(viewid)};
 	LatenessInfo *info = NULL;
 
+	/* a database not yet updated to 0.2 has no such table: no lateness */
+	if (!OidIsValid(get_relname_relid("lateness_views",
+									  get_namespace_oid("stream_ext", true))))
+		return NULL;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* a database not yet updated to 0.2 has no such table: no lateness */
-	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
-					" ON n.oid = c.relnamespace WHERE n.nspname = 'stream_ext'"
-					" AND c.relname = 'lateness_views'", true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1 &&
-		SPI_execute_with_args("SELECT allowed_lateness, late_sql, max_sql, emit_sql FROM stream_ext.lateness_views"
+	if (SPI_execute_with_args("SELECT allowed_lateness, late_sql, max_sql, emit_sql FROM stream_ext.lateness_views"
 							  " WHERE view = $1::pg_catalog.regclass",
 							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
