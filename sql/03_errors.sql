@@ -31,7 +31,7 @@ SELECT q, pg_temp.err('CREATE VIEW bad WITH (continuous) AS ' || q) FROM (VALUES
   ('SELECT DISTINCT k, count(*) FROM s GROUP BY k'),
   ('SELECT k, x FROM plain_table'),
   ('SELECT k, count(*) FROM plain_table GROUP BY k'),
-  ('SELECT s.k, count(*) FROM s JOIN plain_table p ON p.k = s.k GROUP BY s.k'),
+  ('SELECT s.k, count(*) FROM s FULL JOIN plain_table p ON p.k = s.k GROUP BY s.k'),
   ('WITH w AS (SELECT * FROM s) SELECT count(*) FROM w'),
   ('SELECT count(*) FROM s UNION ALL SELECT count(*) FROM s'),
   ('SELECT j, count(*) FROM s GROUP BY j'),

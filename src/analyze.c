@@ -47,6 +47,7 @@
 
 #include "analyze.h"
 #include "catalog.h"
+#include "joins.h"
 #include "windows.h"
 
 static int
@@ -134,7 +135,6 @@ check_btree_type(CVPlan *plan, Oid type, const char *what, Expr *expr)
 void
 cv_analyze(Query *q, const char *querytext, List *aliases, CVPlan *plan)
 {
-	RangeTblEntry *rte;
 	Node	   *volatile_node = NULL;
 	ListCell   *lc;
 	int			ncols = 0;
@@ -172,21 +172,8 @@ cv_analyze(Query *q, const char *querytext, List *aliases, CVPlan *plan)
 	if (q->groupingSets)
 		not_supported(plan, "GROUPING SETS, ROLLUP or CUBE", -1);
 
-	if (list_length(q->jointree->fromlist) != 1 ||
-		!IsA(linitial(q->jointree->fromlist), RangeTblRef))
-		not_supported(plan, "a FROM clause other than a single stream", -1);
-	rte = rt_fetch(((RangeTblRef *) linitial(q->jointree->fromlist))->rtindex,
-				   q->rtable);
-	if (rte->rtekind != RTE_RELATION)
-		not_supported(plan, "a FROM item other than a stream", -1);
-	if (!catalog_is_stream(rte->relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a stream", get_rel_name(rte->relid)),
-				 errhint("Continuous views read from streams; create one with stream_ext.create_stream().")));
-	if (rte->tablesample)
-		not_supported(plan, "TABLESAMPLE", -1);
-	plan->streamid = rte->relid;
+	/* one stream, maybe joined to tables (joins.c) */
+	plan->streamid = joins_check_from(q, querytext, "continuous view");
 
 	if (!q->hasAggs && q->groupClause == NIL)
 		ereport(ERROR,
@@ -439,7 +426,7 @@ interval_sql_literal(const Interval *iv)
 List *
 stream_context(CVPlan *plan)
 {
-	return deparse_context_for("s", plan->streamid);
+	return joins_deparse_context(plan->query, plan->streamid);
 }
 
 void
@@ -555,7 +542,7 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 							 format_type_extended(agg->storage.statetype, -1,
 												  FORMAT_TYPE_FORCE_QUALIFY));
 	}
-	appendStringInfo(&buf, " FROM %s s", source);
+	appendStringInfo(&buf, " FROM %s", joins_from_sql(plan->query, ctx, source));
 	if (where)
 		appendStringInfo(&buf, " WHERE %s", deparse_expression(where, ctx, true, false));
 	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
@@ -607,8 +594,9 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	append_key_columns(&buf, plan, "");
 	appendStringInfo(&buf, "%svalue) SELECT DISTINCT ", plan->keyless ? "" : ", ");
 	append_key_exprs(&buf, plan, ctx);
-	appendStringInfo(&buf, "%s%s FROM %s s WHERE (%s) IS NOT NULL",
-					 plan->keyless ? "" : ", ", arg, source, arg);
+	appendStringInfo(&buf, "%s%s FROM %s WHERE (%s) IS NOT NULL",
+					 plan->keyless ? "" : ", ", arg,
+					 joins_from_sql(plan->query, ctx, source), arg);
 	if (where)
 		appendStringInfo(&buf, " AND (%s)", deparse_expression(where, ctx, true, false));
 	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)

@@ -33,6 +33,7 @@
 #include "access/genam.h"
 
 #include "catalog.h"
+#include "joins.h"
 
 bool
 stream_ext_installed(void)
@@ -513,6 +514,27 @@ catalog_set_stream_retention(Oid relid, Interval *retention)
 	catalog_end_write(save_userid, save_sec);
 }
 
+/* the dependencies of a stream's transforms, for catalog_restore_dependencies() */
+static const char *transform_dependencies =
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_class', t.output_table::pg_catalog.oid,"
+		"         'pg_catalog.pg_class', t.transform::pg_catalog.oid, 'i'"
+		"    FROM stream_ext.transform_catalog t WHERE t.stream = $1 AND t.output_table IS NOT NULL"
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_class', t.transform::pg_catalog.oid,"
+		"         'pg_catalog.pg_class', t.stream::pg_catalog.oid, 'n'"
+		"    FROM stream_ext.transform_catalog t WHERE t.stream = $1"
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_trigger', g.oid, 'pg_catalog.pg_class', t.transform::pg_catalog.oid, 'a'"
+		"    FROM stream_ext.transform_catalog t JOIN pg_catalog.pg_trigger g ON g.tgrelid = t.stream"
+		"    JOIN pg_catalog.pg_proc p ON p.oid = g.tgfoid"
+		"   WHERE t.stream = $1 AND p.proname = 'transform'"
+		"     AND p.pronamespace = 'stream_ext'::pg_catalog.regnamespace"
+		"     AND g.tgnargs = 1"
+		"     AND pg_catalog.to_regclass(pg_catalog.convert_from(pg_catalog.substring(g.tgargs, 1,"
+		"           pg_catalog.length(g.tgargs) - 1), pg_catalog.current_setting('server_encoding')))"
+		"         OPERATOR(pg_catalog.=) t.transform";
+
 /*
  * Record the dependencies of a stream and of its continuous views that are
  * missing.  pg_dump does not dump dependencies: after a restore the
@@ -527,13 +549,17 @@ catalog_set_stream_retention(Oid relid, Interval *retention)
 int
 catalog_restore_dependencies(Oid streamid)
 {
+	bool		has_transforms;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(streamid)};
 	int			rc;
 	int			n = 0;
 
 	SPI_connect();
-	rc = SPI_execute_with_args(
+	/* transforms came in 0.2; a 0.1 installation has no catalog of them */
+	has_transforms = OidIsValid(get_relname_relid("transform_catalog",
+												  get_namespace_oid("stream_ext", false)));
+	rc = SPI_execute_with_args(psprintf(
 		"WITH v AS (SELECT view::pg_catalog.oid AS view, stream::pg_catalog.oid AS stream,"
 		"                  matrel::pg_catalog.oid AS matrel, aux_tables"
 		"             FROM stream_ext.view_catalog WHERE stream = $1),"
@@ -555,6 +581,7 @@ catalog_restore_dependencies(Oid streamid)
 		"     AND pg_catalog.to_regclass(pg_catalog.convert_from(pg_catalog.substring(t.tgargs, 1,"
 		"           pg_catalog.length(t.tgargs) - 1), pg_catalog.current_setting('server_encoding')))"
 		"         OPERATOR(pg_catalog.=) v.matrel"
+		"%s"
 		"  UNION ALL"
 		"  SELECT 'pg_catalog.pg_class', s.stream::pg_catalog.oid, 'pg_catalog.pg_extension', e.oid, 'n'"
 		"    FROM stream_ext.stream_catalog s, pg_catalog.pg_extension e"
@@ -564,6 +591,7 @@ catalog_restore_dependencies(Oid streamid)
 		"  WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d"
 		"                     WHERE d.classid = w.classid AND d.objid = w.objid"
 		"                       AND d.refclassid = w.refclassid AND d.refobjid = w.refobjid)",
+		has_transforms ? transform_dependencies : ""),
 		1, argtypes, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext dependency lookup failed: %s", SPI_result_code_string(rc));
@@ -582,6 +610,33 @@ catalog_restore_dependencies(Oid streamid)
 		recordDependencyOn(&obj, &ref,
 						   (DependencyType) DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull)));
 		n++;
+	}
+
+	/* the tables joined by the stream's views and transforms (joins.c) */
+	rc = SPI_execute_with_args(psprintf(
+		"SELECT matrel::pg_catalog.oid, maintain_sql FROM stream_ext.view_catalog WHERE stream = $1%s",
+		has_transforms ?
+		" UNION ALL SELECT transform::pg_catalog.oid, select_sql"
+		" FROM stream_ext.transform_catalog WHERE stream = $1" : ""),
+		1, argtypes, values, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext dependency lookup failed: %s", SPI_result_code_string(rc));
+	{
+		List	   *objids = NIL;
+		List	   *sqls = NIL;
+		uint64		nrows = SPI_processed;
+		SPITupleTable *tuptable = SPI_tuptable;
+
+		for (uint64 i = 0; i < nrows; i++)
+		{
+			bool		isnull;
+
+			objids = lappend_oid(objids,
+								 DatumGetObjectId(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 1, &isnull)));
+			sqls = lappend(sqls, SPI_getvalue(tuptable->vals[i], tuptable->tupdesc, 2));
+		}
+		for (int i = 0; i < list_length(objids); i++)
+			n += joins_restore_dependencies(list_nth(sqls, i), list_nth_oid(objids, i));
 	}
 	SPI_finish();
 	return n;

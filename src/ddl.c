@@ -45,6 +45,7 @@
 
 #include "analyze.h"
 #include "catalog.h"
+#include "joins.h"
 #include "ddl.h"
 #include "lateness.h"
 #include "maintain.h"
@@ -333,6 +334,14 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	}
 	cv_check_view_options(&opts);
 	cv_analyze(query, queryString, stmt->aliases, &plan);
+	if (joins_has_tables(plan.query) &&
+		(session.enabled || lateness.enabled ||
+		 (plan.window && plan.window->kind != CV_WINDOW_TUMBLING) ||
+		 window_opts != NIL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a join is not supported in a continuous view with session windows, sliding or hopping windows, allowed_lateness or emit"),
+				 errdetail("A joined continuous view may group by tumble() or any other expression of the stream and the tables.")));
 	window_apply_options(&plan, window_opts, session.enabled);
 	if (session.enabled)
 		sessions_validate(&session, &plan);
@@ -455,6 +464,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 					  DEPENDENCY_INTERNAL);
 	record_dependency(RelationRelationId, matrelid, RelationRelationId,
 					  plan.streamid, DEPENDENCY_NORMAL);
+	joins_record_dependencies(plan.query, matrelid);
 	foreach(lc, auxids)
 		record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
 						  viewid, DEPENDENCY_INTERNAL);

@@ -61,6 +61,7 @@
 
 #include "analyze.h"
 #include "catalog.h"
+#include "joins.h"
 #include "maintain.h"
 #include "stats.h"
 #include "transform.h"
@@ -205,7 +206,7 @@ has_volatile_walker(Node *node, void *context)
 static Oid
 transform_check_query(Query *q)
 {
-	RangeTblEntry *rte;
+	Oid			streamid;
 
 	if (q->cteList)
 		transform_not_supported("WITH");
@@ -223,27 +224,15 @@ transform_check_query(Query *q)
 		transform_not_supported("SELECT DISTINCT");
 	if (q->rowMarks)
 		transform_not_supported("FOR UPDATE/SHARE");
-	if (list_length(q->jointree->fromlist) != 1 ||
-		!IsA(linitial(q->jointree->fromlist), RangeTblRef))
-		transform_not_supported("a FROM clause other than a single stream");
-	rte = rt_fetch(((RangeTblRef *) linitial(q->jointree->fromlist))->rtindex,
-				   q->rtable);
-	if (rte->rtekind != RTE_RELATION)
-		transform_not_supported("a FROM item other than a stream");
-	if (!catalog_is_stream(rte->relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a stream", get_rel_name(rte->relid)),
-				 errhint("Continuous views read from streams; create one with stream_ext.create_stream().")));
-	if (rte->tablesample)
-		transform_not_supported("TABLESAMPLE");
+	/* one stream, maybe joined to tables (joins.c) */
+	streamid = joins_check_from(q, NULL, "continuous transform");
 	if (has_volatile_walker((Node *) q->targetList, NULL) ||
-		has_volatile_walker(q->jointree->quals, NULL))
+		has_volatile_walker((Node *) q->jointree, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("volatile functions are not supported in a continuous transform"),
 				 errdetail("A transform must equal its query run over the stream's rows.")));
-	return rte->relid;
+	return streamid;
 }
 
 /*
@@ -496,7 +485,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		check_cycle(name, streamid, outid);
 
 	/* the per-batch SELECT over the transition table */
-	ctx = deparse_context_for("s", streamid);
+	ctx = joins_deparse_context(query, streamid);
 	initStringInfo(&collist);
 	initStringInfo(&exprs);
 	initStringInfo(&typed);
@@ -516,7 +505,8 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		if (OidIsValid(coll) && coll != get_typcollation(type))
 			appendStringInfo(&typed, " COLLATE %s", generate_collation_name(coll));
 	}
-	select_sql = psprintf("SELECT %s FROM " CV_NEW_ROWS " s%s%s", exprs.data,
+	select_sql = psprintf("SELECT %s FROM %s%s%s", exprs.data,
+						  joins_from_sql(query, ctx, CV_NEW_ROWS),
 						  query->jointree->quals ? " WHERE " : "",
 						  query->jointree->quals ?
 						  deparse_expression(query->jointree->quals, ctx, true, false) : "");
@@ -552,6 +542,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	}
 	record_dependency(RelationRelationId, viewid, RelationRelationId, streamid,
 					  DEPENDENCY_NORMAL);
+	joins_record_dependencies(query, viewid);
 
 	/* the trigger, created as the stream's owner (see ddl.c) */
 	trigname = psprintf("stream_ext_transform_%u", viewid);
@@ -598,8 +589,9 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	if (OidIsValid(tableid))
 	{
 		SPIPlanPtr	plan;
-		char	   *sql = psprintf("/* stream_ext transform backfill */ INSERT INTO %s (%s) SELECT %s FROM %s s%s%s",
-								   qualified_name(tableid), collist.data, exprs.data, sq,
+		char	   *sql = psprintf("/* stream_ext transform backfill */ INSERT INTO %s (%s) SELECT %s FROM %s%s%s",
+								   qualified_name(tableid), collist.data, exprs.data,
+								   joins_from_sql(query, ctx, sq),
 								   query->jointree->quals ? " WHERE " : "",
 								   query->jointree->quals ?
 								   deparse_expression(query->jointree->quals, ctx, true, false) : "");

@@ -41,6 +41,14 @@ CREATE VIEW visits WITH (continuous, session_gap = '90 minutes', time_column = '
   SELECT uid, count(*) AS n, sum(v) AS s FROM clicks GROUP BY uid;
 CREATE VIEW recent WITH (continuous, sliding_window = '1 day', step = '1 minute') AS
   SELECT url, count(*) AS n, max(v) AS mx FROM clicks GROUP BY url;
+-- a stream-table join, as an aggregate view and as a transform into a table
+CREATE TABLE pages (url text, section text);
+INSERT INTO pages VALUES ('/p0', 'home'), ('/p1', 'shop'), ('/p1', 'sale');
+CREATE VIEW per_section WITH (continuous) AS
+  SELECT p.section, count(*) AS n, sum(c.v) AS s FROM clicks c JOIN pages p ON p.url = c.url
+   GROUP BY p.section;
+CREATE VIEW clicks_sections WITH (continuous) AS
+  SELECT c.url, c.v, p.section FROM clicks c LEFT JOIN pages p ON p.url = c.url;
 SET ROLE alice;
 SELECT stream_ext.create_stream('"Sch ema"."Odd Stream"', '"Weird Col" text, n int');
 CREATE VIEW "Sch ema"."Odd View" WITH (continuous) AS
@@ -100,6 +108,9 @@ sub base_oracle
 		'recent' => q{SELECT url, count(*), max(v) FROM clicks
                        WHERE stream_ext.tumble(arrival_timestamp, '1 minute') >= now() - interval '1 day'
                        GROUP BY 1},
+		'per_section' => q{SELECT p.section, count(*), sum(c.v) FROM clicks c JOIN pages p
+                            ON p.url = c.url GROUP BY 1},
+		'clicks_sections' => q{SELECT c.url, c.v, p.section FROM clicks c LEFT JOIN pages p ON p.url = c.url},
 		'"Sch ema"."Odd View"' =>
 		  q{SELECT "Weird Col", count(*), sum(n) FROM "Sch ema"."Odd Stream" GROUP BY 1});
 }
@@ -207,6 +218,18 @@ for my $db ('custom', 'plain')
 	insert_rows($db, 50);
 	check_oracle($db, 'with a view created after the restore');
 
+	# the joined table cannot go without its views, nor the columns they read
+	my ($ret, $out, $err) = $node->psql($db, 'DROP TABLE pages');
+	like($err, qr/view per_section depends on table pages/, "$db: a restored joined view depends on its table");
+	like($err, qr/view clicks_sections depends on table pages/, "$db: so does a restored joined transform");
+	($ret, $out, $err) = $node->psql($db, 'ALTER TABLE pages DROP COLUMN section');
+	like($err, qr/view per_section depends on column section of table pages/,
+		"$db: and on the columns it reads");
+	sql($db, 'DROP TABLE pages CASCADE');
+	delete @oracle{qw(per_section clicks_sections)};
+	is(sql($db, q{SELECT count(*) FROM pg_class WHERE relname LIKE 'per_section%' OR relname LIKE 'clicks_sections%'}),
+		'0', "$db: DROP TABLE CASCADE takes the joined view and transform along");
+
 	# dependencies: the view takes its materialization and trigger along
 	sql($db, 'DROP VIEW total, per_url, per_url_hop, visits, recent');
 	is(sql($db, q{SELECT count(*) FROM pg_class
@@ -220,7 +243,7 @@ for my $db ('custom', 'plain')
 	insert_rows($db, 10);
 	check_oracle($db, 'after dropping the other views');
 
-	my ($ret, $out, $err) = $node->psql($db, 'DROP EXTENSION stream_ext');
+	($ret, $out, $err) = $node->psql($db, 'DROP EXTENSION stream_ext');
 	like($err, qr/other objects depend on it/, "$db: DROP EXTENSION needs CASCADE");
 	like($err, qr/table clicks depends on extension stream_ext/, "$db: the streams depend on the extension");
 	sql($db, 'DROP VIEW per_uid');
