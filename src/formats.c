@@ -8,8 +8,8 @@
  * columns the batch INSERT names), how each is fed (payload, key,
  * partition, offset or message timestamp) and each column's input
  * function.  kafka_decode() turns one message into one heap tuple in the
- * current memory context, or ereports ERROR (the worker catches it and
- * dead-letters the message).
+ * memory context the caller names, or ereports ERROR (the worker catches it
+ * and dead-letters the message).
  *
  * Formats:
  *	json	a JSON object; column c takes the value at key c, or at the path
@@ -573,12 +573,15 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 }
 
 /*
- * Decode one message into a tuple of dec->tupdesc, allocated in
- * CurrentMemoryContext.  ereports ERROR on a bad message.
+ * Decode one message into a tuple of dec->tupdesc, allocated in tuplecxt;
+ * whatever else decoding allocates goes to CurrentMemoryContext (the
+ * caller's per-message context).  ereports ERROR on a bad message.
  */
 HeapTuple
-kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg)
+kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
 {
+	MemoryContext oldcxt;
+	HeapTuple	tuple;
 	int			i;
 
 	for (i = 0; i < dec->ncolumns; i++)
@@ -623,5 +626,8 @@ kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg)
 		}
 	}
 
-	return heap_form_tuple(dec->tupdesc, dec->values, dec->nulls);
+	oldcxt = MemoryContextSwitchTo(tuplecxt);
+	tuple = heap_form_tuple(dec->tupdesc, dec->values, dec->nulls);
+	MemoryContextSwitchTo(oldcxt);
+	return tuple;
 }

@@ -67,7 +67,8 @@ typedef struct KafkaMessage
 
 extern KafkaDecoder *kafka_decoder_create(Oid relid, KafkaFormat format,
 										  const KafkaOptions *opts);
-extern HeapTuple kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg);
+extern HeapTuple kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg,
+							  MemoryContext tuplecxt);
 extern char *kafka_decoder_insert_sql(KafkaDecoder *dec, const char *enrname);
 extern char *jsonb_value_text(JsonbValue *v);
 

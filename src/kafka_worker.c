@@ -849,7 +849,6 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 			{
 				rd_kafka_message_t *m = W.msgs[i];
 				KafkaMessage km;
-				HeapTuple	tup;
 
 				nbytes += m->len;
 				if (m->len > (size_t) W.opts.max_message_bytes)
@@ -863,12 +862,10 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 					continue;
 				}
 				msg_to_kafka_message(m, &km);
-				tup = kafka_decode(W.dec, &km);
-				MemoryContextSwitchTo(W.batch_cxt);
-				tuples[ntuples] = heap_copytuple(tup);
+				/* the tuple outlives the message's scratch memory */
+				tuples[ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
 				tuple_msg[ntuples] = i;
 				ntuples++;
-				MemoryContextSwitchTo(W.msg_cxt);
 				MemoryContextReset(W.msg_cxt);
 			}
 			ReleaseCurrentSubTransaction();

@@ -230,7 +230,7 @@ fuzz_one(const uint8_t *data, size_t size)
 		}
 		else
 		{
-			HeapTuple	tup = kafka_decode(fd->dec, &msg);
+			HeapTuple	tup = kafka_decode(fd->dec, &msg, CurrentMemoryContext);
 			TupleDesc	desc = fd->dec->tupdesc;
 			Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 			bool	   *nulls = palloc(sizeof(bool) * desc->natts);
