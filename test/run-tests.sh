@@ -148,7 +148,7 @@ run_tap() {
 			STREAM_EXT_CRASH_SEED="${STREAM_EXT_CRASH_SEED:-}" \
 			STREAM_EXT_OUTAGE_SECS="${STREAM_EXT_OUTAGE_SECS:-}" \
 			STREAM_EXT_FUZZ_SECONDS="${STREAM_EXT_FUZZ_SECONDS:-}" \
-			timeout --kill-after=30 "$TEST_TIMEOUT" prove "t/$n.pl" \
+			timeout --kill-after=30 "$TEST_TIMEOUT" prove -I "$tree/test/perl" "t/$n.pl" \
 			>"$outdir/$n.out" 2>&1 || rc=$?
 		if [[ $rc -eq 0 ]]; then
 			# skip_all still passes, but say so
