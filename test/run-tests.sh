@@ -4,7 +4,7 @@
 #   deps -> make -> make install -> make -C test/broker -> throwaway cluster ->
 #     regress      pg_regress            sql/*.sql vs expected/*.out
 #     isolation    pg_isolation_regress  test/isolation/specs/*.spec vs test/isolation/expected/*.out
-#     tap          prove                 test/t/*.pl (PostgreSQL::Test::Cluster, own clusters)
+#     tap          prove -I test/perl    test/t/*.pl (PostgreSQL::Test::Cluster + StreamExtTAP, own clusters)
 #     integration  bash                  test/integration/*.sh (exit 0 = pass)
 #
 # Prints one line per test and ends with exactly one "N passed, N failed" line.
