@@ -266,15 +266,11 @@ $produced[p] for every partition (nothing lost, nothing consumed twice).
 sub offsets_ok
 {
 	my ($node, $source, $produced, $name) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-
-	return is(
-		$node->safe_psql(
-			'postgres',
-			qq{SELECT string_agg(format('%s:%s', partition, next_offset), ',' ORDER BY partition)
-          FROM stream_ext.kafka_offsets WHERE source = '$source'}),
-		join(',', map { "$_:$produced->[$_]" } 0 .. $#$produced),
-		$name);
+	my $query =
+	  qq{SELECT string_agg(format('%s:%s', partition, next_offset), ',' ORDER BY partition)
+          FROM stream_ext.kafka_offsets WHERE source = '$source'};
+	my @want = map { "$_:$produced->[$_]" } 0 .. $#$produced;
+	return _query_is($node, $query, join(',', @want), $name);
 }
 
 =pod
@@ -291,16 +287,18 @@ each message applied exactly once.
 sub partitions_ok
 {
 	my ($node, $view, $produced, $name) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $query =
+	  qq{SELECT string_agg(format('%s:%s:%s', p, n, last), ',' ORDER BY p) FROM $view};
+	my @want = map { "$_:$produced->[$_]:" . ($produced->[$_] - 1) } 0 .. $#$produced;
+	return _query_is($node, $query, join(',', @want), $name);
+}
 
-	return is(
-		$node->safe_psql(
-			'postgres',
-			qq{SELECT string_agg(format('%s:%s:%s', p, n, last), ',' ORDER BY p) FROM $view}),
-		join(',',
-			map { "$_:$produced->[$_]:" . ($produced->[$_] - 1) }
-			  0 .. $#$produced),
-		$name);
+# is() of a query's result on database postgres, reported at the caller's caller
+sub _query_is
+{
+	my ($node, $query, $expected, $name) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 2;
+	return is($node->safe_psql('postgres', $query), $expected, $name);
 }
 
 =pod
