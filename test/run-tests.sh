@@ -4,7 +4,7 @@
 #   deps -> make -> make install -> make -C test/broker -> throwaway cluster ->
 #     regress      pg_regress            sql/*.sql vs expected/*.out
 #     isolation    pg_isolation_regress  test/isolation/specs/*.spec vs test/isolation/expected/*.out
-#     tap          prove                 test/t/*.pl (PostgreSQL::Test::Cluster, own clusters)
+#     tap          prove -I test/perl    test/t/*.pl (PostgreSQL::Test::Cluster + StreamExtTAP, own clusters)
 #     integration  bash                  test/integration/*.sh (exit 0 = pass)
 #
 # Prints one line per test and ends with exactly one "N passed, N failed" line.
@@ -148,7 +148,7 @@ run_tap() {
 			STREAM_EXT_CRASH_SEED="${STREAM_EXT_CRASH_SEED:-}" \
 			STREAM_EXT_OUTAGE_SECS="${STREAM_EXT_OUTAGE_SECS:-}" \
 			STREAM_EXT_FUZZ_SECONDS="${STREAM_EXT_FUZZ_SECONDS:-}" \
-			timeout --kill-after=30 "$TEST_TIMEOUT" prove "t/$n.pl" \
+			timeout --kill-after=30 "$TEST_TIMEOUT" prove -I "$tree/test/perl" "t/$n.pl" \
 			>"$outdir/$n.out" 2>&1 || rc=$?
 		if [[ $rc -eq 0 ]]; then
 			# skip_all still passes, but say so

@@ -9,74 +9,30 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use File::Basename qw(dirname);
-use Cwd qw(abs_path);
+use StreamExtTAP;
 
-my $broker_bin = $ENV{STREAM_EXT_BROKER};
-if (!$broker_bin || !-x $broker_bin)
-{
-	$broker_bin = abs_path(dirname(__FILE__) . '/../broker/stream_ext_broker');
-}
-plan skip_all => "embedded broker not built (make -C test/broker)"
-  unless $broker_bin && -x $broker_bin;
-plan skip_all => "kcat not installed"
-  unless system('sh', '-c', 'command -v kcat >/dev/null') == 0;
+skip_unless_kafka();
 
 # ---- broker ---------------------------------------------------------------
-my ($bout, $berr) = ('', '');
-my $broker = IPC::Run::start(
-	[
-		$broker_bin, '--partitions', '4', '--topic', 'clicks', '--topic',
-		'par', '--partitions', '1', '--topic', 'csvt', '--topic', 'textt',
-		'--topic', 'two_a', '--topic', 'two_b', '--topic', 'stopper', '--topic', 'checked',
-		'--missing-topic', 'no_such_topic'
-	],
-	'>', \$bout, '2>', \$berr);
-my $deadline = time + 20;
-$broker->pump_nb while $bout !~ /bootstrap=(\S+)/ && time < $deadline;
-my ($bootstrap) = $bout =~ /bootstrap=(\S+)/;
-ok($bootstrap, "embedded broker serves at $bootstrap");
-
-END { $broker->kill_kill if $broker; }
-
-# produce lines to topic (partition p, or the default partitioner)
-sub produce
-{
-	my ($topic, $lines, $partition) = @_;
-	my $in = join('', map { "$_\n" } @$lines);
-	my @cmd = ('kcat', '-P', '-b', $bootstrap, '-t', $topic);
-	push @cmd, '-p', $partition if defined $partition;
-	my ($o, $e);
-	IPC::Run::run(\@cmd, '<', \$in, '>', \$o, '2>', \$e)
-	  or die "kcat failed: $e";
-}
+my $broker = start_broker(
+	'--partitions', '4', '--topic', 'clicks', '--topic',
+	'par', '--partitions', '1', '--topic', 'csvt', '--topic', 'textt',
+	'--topic', 'two_a', '--topic', 'two_b', '--topic', 'stopper', '--topic', 'checked',
+	'--missing-topic', 'no_such_topic');
+my $bootstrap = $broker->bootstrap;
 
 # ---- cluster --------------------------------------------------------------
-my $node = PostgreSQL::Test::Cluster->new('kafka');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'stream_ext'
-max_worker_processes = 32
-stream_ext.kafka_launcher_naptime = 2
-restart_after_crash = on
-});
-$node->start;
+my $node = stream_ext_node(
+	'kafka',
+	max_worker_processes => 32,
+	'stream_ext.kafka_launcher_naptime' => 2,
+	restart_after_crash => 'on');
 
 sub sql { $node->safe_psql('postgres', $_[0]) }
-
-sub wait_for
-{
-	my ($query, $expected, $what) = @_;
-	ok($node->poll_query_until('postgres', $query, $expected), $what)
-	  or diag(sql("SELECT * FROM stream_ext.source_status"));
-}
+sub wait_for { poll_ok($node, @_, 'SELECT * FROM stream_ext.source_status') }
 
 sql(q{
 CREATE EXTENSION stream_ext;
-CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS
-$$ BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$;
 SELECT stream_ext.create_stream('clicks', 'url text, user_id int, amount numeric, country text');
 CREATE VIEW clicks_by_url WITH (continuous) AS
   SELECT url, count(*) AS hits, sum(user_id) AS users, sum(amount) AS amount
@@ -86,6 +42,7 @@ CREATE VIEW clicks_by_country WITH (continuous) AS
 -- the oracle: the same messages, decoded by plain SQL
 CREATE TABLE oracle (payload text);
 });
+create_sqlstate_of($node);
 
 # N messages, spread over the 4 partitions, each message once
 my $next_id = 1;
@@ -109,7 +66,7 @@ sub produce_clicks
 	my ($msgs, $no_oracle) = @_;
 	my @parts = ([], [], [], []);
 	push @{ $parts[ $_ % 4 ] }, $msgs->[$_] for 0 .. $#$msgs;
-	produce('clicks', $parts[$_], $_) for 0 .. 3;
+	$broker->produce('clicks', $parts[$_], $_) for 0 .. 3;
 	add_to_oracle($msgs) unless $no_oracle;
 }
 
@@ -138,8 +95,6 @@ SELECT (SELECT count(*) FROM (
             FROM (SELECT payload::jsonb AS j FROM oracle) o GROUP BY 1) d)
 };
 
-sub total_stored { "SELECT coalesce(sum(next_offset), 0) FROM stream_ext.kafka_offsets WHERE source = '$_[0]'" }
-
 # ---- 1. the oracle, with malformed messages -----------------------------
 sql(q{SELECT stream_ext.create_kafka_source('clicks_src', 'clicks', '} . $bootstrap . q{', 'clicks', 'json',
       '{"paths": {"country": "geo.country"}, "batch_size": 500}')});
@@ -148,7 +103,7 @@ sql(q{SELECT stream_ext.start_source('clicks_src')});
 my $N = 3000;
 produce_clicks(messages($N));
 # three bad messages on partition 1
-produce('clicks', [ 'not json at all', '{"url":"/bad","user_id":"abc"}', '[1,2,3]' ], 1);
+$broker->produce('clicks', [ 'not json at all', '{"url":"/bad","user_id":"abc"}', '[1,2,3]' ], 1);
 my $produced = $N + 3;
 
 wait_for(total_stored('clicks_src'), $produced, "all $produced messages consumed and their offsets stored");
@@ -217,8 +172,8 @@ SELECT stream_ext.create_kafka_source('text_src', 'lines', '} . $bootstrap . q{'
 SELECT stream_ext.start_source('csv_src');
 SELECT stream_ext.start_source('text_src');
 });
-produce('csvt', [ '1,plain,1.5', '2,"quoted, comma",2', '3,,3', '4,"",4', 'x,bad,1', '5,a,1,extra', '6,"a ""q""",6' ]);
-produce('textt', [ 'hello world', 'line two' ]);
+$broker->produce('csvt', [ '1,plain,1.5', '2,"quoted, comma",2', '3,,3', '4,"",4', 'x,bad,1', '5,a,1,extra', '6,"a ""q""",6' ]);
+$broker->produce('textt', [ 'hello world', 'line two' ]);
 wait_for(total_stored('csv_src'), '7', 'csv messages consumed');
 wait_for(total_stored('text_src'), '2', 'text messages consumed');
 is( sql(q{SELECT string_agg(format('%s|%s|%s|%s|%s|%s', a, coalesce(b, 'NULL'), c, p, o, t IS NOT NULL), ';' ORDER BY a) FROM rows}),
@@ -236,8 +191,8 @@ SELECT stream_ext.create_kafka_source('two_b', 'two', '} . $bootstrap . q{', 'tw
 SELECT stream_ext.start_source('two_a');
 SELECT stream_ext.start_source('two_b');
 });
-produce('two_a', [ map { qq({"src":"a","n":$_}) } 1 .. 1000 ]);
-produce('two_b', [ map { qq({"src":"b","n":$_}) } 1 .. 700 ]);
+$broker->produce('two_a', [ map { qq({"src":"a","n":$_}) } 1 .. 1000 ]);
+$broker->produce('two_b', [ map { qq({"src":"b","n":$_}) } 1 .. 700 ]);
 wait_for(q{SELECT string_agg(format('%s:%s:%s', src, c, s), ',' ORDER BY src) FROM two_v},
 	'a:1000:500500,b:700:245350', 'two sources feed one stream and its view');
 
@@ -248,7 +203,7 @@ CREATE VIEW par_v WITH (continuous) AS SELECT count(*) AS c, sum(n) AS s FROM pa
 SELECT stream_ext.create_kafka_source('par_src', 'par', '} . $bootstrap . q{', 'par', 'json', '{"workers": 2}');
 SELECT stream_ext.start_source('par_src');
 });
-for my $p (0 .. 3) { produce('par', [ map { qq({"n":$_}) } grep { $_ % 4 == $p } 1 .. 2000 ], $p); }
+for my $p (0 .. 3) { $broker->produce('par', [ map { qq({"n":$_}) } grep { $_ % 4 == $p } 1 .. 2000 ], $p); }
 wait_for(q{SELECT format('%s:%s', c, s) FROM par_v}, '2000:2001000', 'two workers consume all 4 partitions');
 is(sql(q{SELECT workers FROM stream_ext.source_status WHERE source = 'par_src'}), '2', 'two workers run');
 is( sql(q{SELECT string_agg(format('%s:%s', partition, worker), ',' ORDER BY partition)
@@ -310,7 +265,7 @@ sql(q{SELECT stream_ext.drop_source('down')});
 sql(q{SELECT stream_ext.create_stream('strict', 'n int');
     SELECT stream_ext.create_kafka_source('strict_src', 'strict', '} . $bootstrap . q{', 'stopper', 'json', '{"on_error": "stop"}');
     SELECT stream_ext.start_source('strict_src');});
-produce('stopper', [ '{"n":1}', '{"n":"x"}', '{"n":3}' ]);
+$broker->produce('stopper', [ '{"n":1}', '{"n":"x"}', '{"n":3}' ]);
 wait_for(q{SELECT state FROM stream_ext.source_status WHERE source = 'strict_src'}, 'failed',
 	"on_error 'stop' marks the source failed");
 is(sql(q{SELECT count(*) FROM strict}) . '|' . sql(total_stored('strict_src')), '0|0',
@@ -329,11 +284,12 @@ sql(q{SELECT stream_ext.create_stream('checked', 'n int CHECK (n > 0)');
     CREATE VIEW checked_v WITH (continuous) AS SELECT count(*) AS c, sum(n) AS s FROM checked;
     SELECT stream_ext.create_kafka_source('checked_src', 'checked', '} . $bootstrap . q{', 'checked', 'json');
     SELECT stream_ext.start_source('checked_src');});
-produce('checked', [ '{"n":1}', '{"n":-5}', '{"n":2}', '{"n":3}' ]);
+$broker->produce('checked', [ '{"n":1}', '{"n":-5}', '{"n":2}', '{"n":3}' ]);
 wait_for(total_stored('checked_src'), '4', 'a batch with a row the stream refuses is consumed');
 is(sql(q{SELECT format('%s:%s', c, s) FROM checked_v}), '3:6', 'the other rows of the batch are applied once');
 like(sql(q{SELECT format('%s:%s', "offset", error) FROM stream_ext.dead_letters WHERE source = 'checked_src'}),
 	qr/^1:.*violates check constraint/, 'the refused row is a dead letter with its offset and reason');
 
 $node->stop;
+$broker->stop;
 done_testing();

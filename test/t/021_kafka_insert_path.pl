@@ -11,62 +11,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use File::Basename qw(dirname);
-use Cwd qw(abs_path);
+use StreamExtTAP;
 
-my $broker_bin = $ENV{STREAM_EXT_BROKER};
-if (!$broker_bin || !-x $broker_bin)
-{
-	$broker_bin = abs_path(dirname(__FILE__) . '/../broker/stream_ext_broker');
-}
-plan skip_all => "embedded broker not built (make -C test/broker)"
-  unless $broker_bin && -x $broker_bin;
-plan skip_all => "kcat not installed"
-  unless system('sh', '-c', 'command -v kcat >/dev/null') == 0;
+skip_unless_kafka();
 
-my ($bout, $berr) = ('', '');
-my $broker = IPC::Run::start(
-	[ $broker_bin, '--partitions', '1', '--topic', 'sem', '--topic', 'brt', '--topic', 'tst' ],
-	'>', \$bout, '2>', \$berr);
-my $deadline = time + 20;
-$broker->pump_nb while $bout !~ /bootstrap=(\S+)/ && time < $deadline;
-my ($bootstrap) = $bout =~ /bootstrap=(\S+)/;
-ok($bootstrap, "embedded broker serves at $bootstrap");
+my $broker = start_broker('--partitions', '1', '--topic', 'sem', '--topic', 'brt', '--topic', 'tst');
+my $bootstrap = $broker->bootstrap;
 
-END { $broker->kill_kill if $broker; }
-
-# produce lines to topic (partition p, or the default partitioner)
-sub produce
-{
-	my ($topic, $lines, $partition) = @_;
-	my $in = join('', map { "$_\n" } @$lines);
-	my @cmd = ('kcat', '-P', '-b', $bootstrap, '-t', $topic);
-	push @cmd, '-p', $partition if defined $partition;
-	my ($o, $e);
-	IPC::Run::run(\@cmd, '<', \$in, '>', \$o, '2>', \$e)
-	  or die "kcat failed: $e";
-}
-
-my $node = PostgreSQL::Test::Cluster->new('kafka_insert');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'stream_ext'
-max_worker_processes = 16
-stream_ext.kafka_launcher_naptime = 2
-});
-$node->start;
+my $node = stream_ext_node(
+	'kafka_insert',
+	max_worker_processes => 16,
+	'stream_ext.kafka_launcher_naptime' => 2);
 
 sub sql { $node->safe_psql('postgres', $_[0]) }
-
-sub wait_for
-{
-	my ($query, $expected, $what) = @_;
-	ok($node->poll_query_until('postgres', $query, $expected), $what)
-	  or diag(sql("SELECT * FROM stream_ext.source_status"));
-}
-
-sub total_stored { "SELECT coalesce(sum(next_offset), 0) FROM stream_ext.kafka_offsets WHERE source = '$_[0]'" }
+sub wait_for { poll_ok($node, @_, 'SELECT * FROM stream_ext.source_status') }
 
 # ---- 1. defaults, generated column, index, triggers, view ------------------
 sql(q{
@@ -89,7 +47,7 @@ SELECT stream_ext.create_kafka_source('sem_src', 'sem', '} . $bootstrap . q{', '
 SELECT stream_ext.start_source('sem_src');
 });
 wait_for(q{SELECT count(*) FROM stream_ext.kafka_offsets WHERE source = 'sem_src'}, '1', 'the source starts');
-produce('sem', [ map { qq({"n":$_}) } 1 .. 2500 ]);
+$broker->produce('sem', [ map { qq({"n":$_}) } 1 .. 2500 ]);
 wait_for(total_stored('sem_src'), '2500', 'all messages consumed');
 is(sql(q{SELECT format('%s:%s', c, s2) FROM sem_v WHERE tag = 'dflt'}), '2500:6252500',
 	'the view sees every row once, with the default and the generated column');
@@ -102,7 +60,7 @@ is(sql(q{SELECT count(*) || ':' || sum(rows) FROM stmt_log}),
 is(sql(q{SET enable_seqscan = off; SELECT count(*) FROM sem WHERE n = 1234}), '1', 'the index has the rows');
 
 # a refused row: the batch is retried row by row, the others applied once
-produce('sem', [ '{"n":7}', '{"n":-1}', '{"n":8}' ]);
+$broker->produce('sem', [ '{"n":7}', '{"n":-1}', '{"n":8}' ]);
 wait_for(total_stored('sem_src'), '2503', 'a batch with a refused row is consumed');
 is(sql(q{SELECT format('%s:%s', c, s2) FROM sem_v WHERE tag = 'dflt'}), '2502:6252530',
 	'the good rows of the batch are applied once');
@@ -121,7 +79,7 @@ SELECT stream_ext.create_kafka_source('brt_src', 'brt', '} . $bootstrap . q{', '
 SELECT stream_ext.start_source('brt_src');
 });
 wait_for(q{SELECT count(*) FROM stream_ext.kafka_offsets WHERE source = 'brt_src'}, '1', 'the second source starts');
-produce('brt', [ map { qq({"n":$_}) } 1 .. 100 ]);
+$broker->produce('brt', [ map { qq({"n":$_}) } 1 .. 100 ]);
 wait_for(total_stored('brt_src'), '100', 'messages consumed');
 is(sql(q{SELECT format('%s:%s', c, s) FROM brt_v}), '100:50500', 'BEFORE ROW triggers apply to every row');
 
@@ -132,7 +90,7 @@ is(sql(q{SELECT format('%s:%s', c, s) FROM brt_v}), '100:50500', 'BEFORE ROW tri
 # checked here; this checks the option as far as the broker allows: a
 # timestamptz string is accepted, the source resolves and stores a start
 # offset, starts there and loads what is produced after it.
-produce('tst', [ map { qq({"n":$_}) } 1 .. 5 ]);
+$broker->produce('tst', [ map { qq({"n":$_}) } 1 .. 5 ]);
 sql("SELECT stream_ext.create_stream('tst', 'n int');
 SELECT stream_ext.create_kafka_source('tst_src', 'tst', '$bootstrap', 'tst', 'json', '{\"start_timestamp\": \"2020-01-01 00:00:00+00\"}');
 SELECT stream_ext.start_source('tst_src');");
@@ -140,7 +98,7 @@ wait_for(q{SELECT count(*) FROM stream_ext.kafka_offsets WHERE source = 'tst_src
 	'start_timestamp: the source resolves and stores its start offset');
 is(sql(q{SELECT options->>'start_timestamp' IS NOT NULL FROM stream_ext.kafka_sources WHERE name = 'tst_src'}), 't',
 	'the option is kept');
-produce('tst', [ map { qq({"n":$_}) } 100 .. 102 ]);
+$broker->produce('tst', [ map { qq({"n":$_}) } 100 .. 102 ]);
 wait_for(total_stored('tst_src'), '8', 'and consumes from there to the end');
 like(sql(q{SELECT string_agg(n::text, ',' ORDER BY n) FROM tst}), qr/100,101,102$/,
 	'the messages after the start are loaded once');
@@ -159,4 +117,5 @@ is(sql(q{SELECT options->'kafka'->>'security.protocol' FROM stream_ext.kafka_sou
 	'SASL properties are passed through and kept');
 
 $node->stop;
+$broker->stop;
 done_testing();

@@ -12,81 +12,37 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use JSON::PP;
+use StreamExtTAP;
 
 # kcat -J lines are UTF-8 bytes; the payloads inside them are then characters
 my $J = JSON::PP->new;
-use File::Basename qw(dirname);
-use Cwd qw(abs_path);
 
-my $broker_bin = $ENV{STREAM_EXT_BROKER};
-if (!$broker_bin || !-x $broker_bin)
-{
-	$broker_bin = abs_path(dirname(__FILE__) . '/../broker/stream_ext_broker');
-}
-plan skip_all => "embedded broker not built (make -C test/broker)"
-  unless $broker_bin && -x $broker_bin;
-plan skip_all => "kcat not installed"
-  unless system('sh', '-c', 'command -v kcat >/dev/null') == 0;
+skip_unless_kafka();
 
 # ---- broker ---------------------------------------------------------------
-my ($bout, $berr) = ('', '');
-my $broker = IPC::Run::start(
-	[
-		$broker_bin, '--partitions', '3', '--topic', 'events_out',
-		'--partitions', '1', '--topic', 'csv_out', '--topic', 'text_out',
-		'--topic', 'alice_out', '--topic', 'views_out', '--topic', 'chain_in',
-		'--topic', 'chain_out'
-	],
-	'>', \$bout, '2>', \$berr);
-my $deadline = time + 20;
-$broker->pump_nb while $bout !~ /bootstrap=(\S+)/ && time < $deadline;
-my ($bootstrap) = $bout =~ /bootstrap=(\S+)/;
-ok($bootstrap, "embedded broker serves at $bootstrap");
-
-END { $broker->kill_kill if $broker; }
-
-# every message of a topic, in partition and offset order
-sub consume
-{
-	my ($topic) = @_;
-	my ($o, $e);
-	IPC::Run::run([ 'kcat', '-C', '-b', $bootstrap, '-t', $topic, '-e', '-J', '-q' ],
-		'>', \$o, '2>', \$e)
-	  or die "kcat failed: $e";
-	my @m = map { decode_json($_) } grep { /\S/ } split /\n/, $o;
-	@m = sort { $a->{partition} <=> $b->{partition} || $a->{offset} <=> $b->{offset} } @m;
-	return \@m;
-}
+my $broker = start_broker(
+	'--partitions', '3', '--topic', 'events_out',
+	'--partitions', '1', '--topic', 'csv_out', '--topic', 'text_out',
+	'--topic', 'alice_out', '--topic', 'views_out', '--topic', 'chain_in',
+	'--topic', 'chain_out');
+my $bootstrap = $broker->bootstrap;
 
 # ---- cluster --------------------------------------------------------------
-my $node = PostgreSQL::Test::Cluster->new('sink');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'stream_ext'
-max_worker_processes = 32
-stream_ext.kafka_launcher_naptime = 2
-restart_after_crash = on
-});
-$node->start;
+my $node = stream_ext_node(
+	'sink',
+	max_worker_processes => 32,
+	'stream_ext.kafka_launcher_naptime' => 2,
+	restart_after_crash => 'on');
 
 sub sql { $node->safe_psql('postgres', $_[0]) }
-
-sub wait_for
-{
-	my ($query, $expected, $what) = @_;
-	ok($node->poll_query_until('postgres', $query, $expected), $what)
-	  or diag(sql("SELECT * FROM stream_ext.sink_status"));
-}
+sub wait_for { poll_ok($node, @_, 'SELECT * FROM stream_ext.sink_status') }
 
 sql(q{
 CREATE EXTENSION stream_ext;
-CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS
-$$ BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$;
 SELECT stream_ext.create_stream('events', 'id int, user_id int, note text');
 });
+create_sqlstate_of($node);
 
 my $sink_done = q{SELECT queued_rows = 0 AND state = 'running' FROM stream_ext.sink_status WHERE sink = 'ev'};
 
@@ -154,7 +110,7 @@ sub check_topic
 	is($bad_order // 0, 0, "$what: rows in insert order within each partition");
 }
 
-my $msgs = consume('events_out');
+my $msgs = $broker->consume('events_out');
 check_topic($msgs, 202, 'first rows');
 ok(!(grep { $_->{payload} =~ /rolled back/ } @$msgs), 'nothing of a rolled-back transaction or savepoint');
 is((grep { $_->{payload} =~ /^\{"id":1,/ } @$msgs)[0]{payload}, '{"id":1,"user_id":1,"note":"n1"}',
@@ -169,7 +125,7 @@ push @expected, { id => $_, user_id => $_ % 7, note => "n$_" } for 203 .. 1200;
 note('queued at restart: ' . sql(q{SELECT queued_rows FROM stream_ext.sink_status}));
 $node->restart(mode => 'fast');
 wait_for($sink_done, 't', 'after a restart the launcher resumes the sink');
-check_topic(consume('events_out'), 1200, 'after a clean restart');
+check_topic($broker->consume('events_out'), 1200, 'after a clean restart');
 is(sql(q{SELECT rows_delivered FROM stream_ext.kafka_sinks WHERE name = 'ev'}), '1200',
 	'rows_delivered survives the restart');
 
@@ -184,7 +140,7 @@ kill 'KILL', $pid;
 note("recorded at crash: $at_crash of 3200");
 $node->poll_query_until('postgres', 'SELECT 1', '1');
 wait_for($sink_done, 't', 'after a crash the launcher restarts the sink');
-$msgs = consume('events_out');
+$msgs = $broker->consume('events_out');
 my %count;
 $count{ $J->decode($_->{payload})->{id} }++ for @$msgs;
 is(scalar(grep { !$count{$_} } 1 .. 3200), 0, 'after a crash no row is lost');
@@ -206,13 +162,13 @@ wait_for(q{SELECT count(*) FROM pg_stat_activity
             WHERE application_name = 'stream_ext sink ev' AND wait_event_type = 'Lock'}, '1',
 	'the worker has its acknowledgements and waits to record them');
 my %before;
-$before{ $J->decode($_->{payload})->{id} }++ for @{ consume('events_out') };
+$before{ $J->decode($_->{payload})->{id} }++ for @{ $broker->consume('events_out') };
 is(scalar(grep { ($before{$_} // 0) == 1 } 3301 .. 3330), 30, 'the 30 rows are in the topic once');
 kill 'KILL', sql(q{SELECT pid FROM stream_ext.sink_status WHERE sink = 'ev'});
 eval { $bg->quit };
 $node->poll_query_until('postgres', 'SELECT 1', '1');
 wait_for($sink_done, 't', 'after the crash the sink resumes');
-$msgs = consume('events_out');
+$msgs = $broker->consume('events_out');
 %count = ();
 $count{ $J->decode($_->{payload})->{id} }++ for @$msgs;
 is(scalar(grep { $count{$_} == 2 } 3301 .. 3330), 30,
@@ -229,7 +185,7 @@ is(sql(q{SELECT state, queued_rows FROM stream_ext.sink_status WHERE sink = 'ev'
 	'a stopped sink keeps queuing');
 sql(q{SELECT stream_ext.start_sink('ev')});
 wait_for($sink_done, 't', 'start_sink delivers what was queued');
-is(scalar(@{ consume('events_out') }), scalar(@$msgs) + 10, 'the ten rows queued while stopped, once');
+is(scalar(@{ $broker->consume('events_out') }), scalar(@$msgs) + 10, 'the ten rows queued while stopped, once');
 sql(q{SELECT stream_ext.drop_sink('ev')});
 is(sql(q{SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'stream_ext_sink_%'}), '0',
 	'drop_sink drops the queue trigger');
@@ -251,14 +207,14 @@ sql(q{SET TimeZone = 'Europe/Paris';
         ('k4', E'two\nlines', 3, NULL), ('k5', '', 4, NULL), ('k6', NULL, 5, NULL)});
 wait_for(q{SELECT bool_and(queued_rows = 0 AND rows_delivered = 6) FROM stream_ext.sink_status}, 't',
 	'csv, text and json sinks delivered');
-is(consume('views_out')->[0]{payload}, '{"t":"2026-01-02T03:04:05+00:00","k":"k1"}',
+is($broker->consume('views_out')->[0]{payload}, '{"t":"2026-01-02T03:04:05+00:00","k":"k1"}',
 	'json: the columns of option "columns" in their order, timestamps in UTC');
-my $csv = consume('csv_out');
+my $csv = $broker->consume('csv_out');
 is_deeply([ map { $_->{payload} } @$csv ],
 	[ 'k1,plain,1.5,2026-01-02 03:04:05+00', 'k2,"with,comma",,', ',"say ""hi""",2,', qq{k4,"two\nlines",3,}, 'k5,"",4,', 'k6,,5,' ],
 	'csv: one RFC 4180 line per row, NULL empty, timestamps in UTC');
 is_deeply([ map { $_->{key} } @$csv ], [ 'k1', 'k2', undef, 'k4', 'k5', 'k6' ], 'csv: keys');
-is_deeply([ map { $_->{payload} } @{ consume('text_out') } ],
+is_deeply([ map { $_->{payload} } @{ $broker->consume('text_out') } ],
 	[ 'plain', 'with,comma', 'say "hi"', "two\nlines", '', undef ],
 	'text: the column as text, NULL a tombstone');
 
@@ -284,15 +240,10 @@ sql(qq{SELECT stream_ext.create_kafka_source('cin', 'chain', '$bootstrap', 'chai
 sql(qq{SELECT stream_ext.create_kafka_sink('cout', 'chain', '$bootstrap', 'chain_out', 'json', 'name')});
 sql(q{SELECT stream_ext.start_sink('cout'); SELECT stream_ext.start_source('cin');});
 my @in = map { qq({"id":$_,"name":"x$_"}) } 1 .. 100;
-{
-	my $input = join('', map { "$_\n" } @in);
-	my ($o, $e);
-	IPC::Run::run([ 'kcat', '-P', '-b', $bootstrap, '-t', 'chain_in' ], '<', \$input, '>', \$o, '2>', \$e)
-	  or die "kcat -P failed: $e";
-}
+$broker->produce('chain_in', \@in);
 wait_for(q{SELECT rows_delivered FROM stream_ext.sink_status WHERE sink = 'cout'}, '100',
 	'chained: the sink delivers what the source loaded');
-my $out = consume('chain_out');
+my $out = $broker->consume('chain_out');
 is_deeply([ map { $_->{payload} } @$out ], \@in, 'chained: chain_out holds chain_in, once, in order');
 is_deeply([ map { $_->{key} } @$out ], [ map { "x$_" } 1 .. 100 ], 'chained: keys');
 sql(q{SELECT stream_ext.drop_source('cin'); SELECT stream_ext.drop_sink('cout');});
@@ -304,7 +255,7 @@ $node->safe_psql('postgres', qq{SELECT stream_ext.create_kafka_sink('alice_sink'
 sql(q{INSERT INTO events VALUES (5001, 1, 'for alice')});
 wait_for(q{SELECT rows_delivered FROM stream_ext.sink_status WHERE sink = 'alice_sink'}, '1',
 	'a sink owned by a plain role with SELECT delivers');
-is(consume('alice_out')->[0]{payload}, '{"id":5001,"user_id":1,"note":"for alice"}', 'its message');
+is($broker->consume('alice_out')->[0]{payload}, '{"id":5001,"user_id":1,"note":"for alice"}', 'its message');
 is(sql(q{SELECT usename FROM pg_stat_activity WHERE application_name = 'stream_ext sink alice_sink'}), 'alice',
 	'the sink worker runs as the sink owner');
 is($node->safe_psql('postgres', q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('b', 'events', 'x:1', 't')$$)},
@@ -333,4 +284,5 @@ is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('csv', 'events
 is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.start_sink('nope')$$)}), '42704', 'unknown sink');
 
 $node->stop;
+$broker->stop;
 done_testing();

@@ -21,20 +21,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(time sleep);
-use File::Basename qw(dirname);
-use Cwd qw(abs_path);
+use StreamExtTAP;
 
-my $broker_bin = $ENV{STREAM_EXT_BROKER};
-if (!$broker_bin || !-x $broker_bin)
-{
-	$broker_bin = abs_path(dirname(__FILE__) . '/../broker/stream_ext_broker');
-}
-plan skip_all => "embedded broker not built (make -C test/broker)"
-  unless $broker_bin && -x $broker_bin;
-plan skip_all => "kcat not installed"
-  unless system('sh', '-c', 'command -v kcat >/dev/null') == 0;
+skip_unless_kafka();
 
 my $iterations = $ENV{STREAM_EXT_CRASH_ITERATIONS} || 20;
 my $chunk = $ENV{STREAM_EXT_CRASH_CHUNK} || 15000;
@@ -46,14 +36,8 @@ my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $t0 = time;
 
 # ---- broker ---------------------------------------------------------------
-my ($bout, $berr) = ('', '');
-my $broker = IPC::Run::start([ $broker_bin, '--partitions', $NPART, '--topic', 'ev' ],
-	'>', \$bout, '2>', \$berr);
-my $deadline = time + 20;
-$broker->pump_nb while $bout !~ /bootstrap=(\S+)/ && time < $deadline;
-my ($bootstrap) = $bout =~ /bootstrap=(\S+)/;
-ok($bootstrap, "embedded broker serves at $bootstrap");
-END { $broker->kill_kill if $broker; }
+my $broker = start_broker('--partitions', $NPART, '--topic', 'ev');
+my $bootstrap = $broker->bootstrap;
 
 # ---- messages and the oracle ----------------------------------------------
 # message i (from 1) goes to partition i % NPART; CSV "k,u,v"
@@ -72,7 +56,7 @@ sub start_chunk
 	{
 		my $i = ++$produced;
 		my ($k, $u, $v) = ($i % 50, ($i * 37) % 2003, $i % 1000);
-		push @{ $lines[ $i % $NPART ] }, "$k,$u,$v\n";
+		push @{ $lines[ $i % $NPART ] }, "$k,$u,$v";
 		$n{$k}++;
 		$s{$k} += $v;
 		$users{$k}{$u} = 1;
@@ -82,38 +66,20 @@ sub start_chunk
 	my @h;
 	for my $p (0 .. $NPART - 1)
 	{
-		# from a file: IPC::Run feeds a scalar only while we pump
-		my $file = "$tmp/chunk_$p";
-		open(my $fh, '>', $file) or die "cannot write $file: $!";
-		print $fh @{ $lines[$p] };
-		close $fh;
-		my ($o, $e) = ('', '');
-		push @h, [ IPC::Run::start([ 'kcat', '-P', '-b', $bootstrap, '-t', 'ev', '-p', $p ],
-				'<', $file, '>', \$o, '2>', \$e), \$e ];
+		push @h, $broker->produce_start('ev', $lines[$p], $p, "$tmp/chunk_$p");
 		$part_count[$p] += @{ $lines[$p] };
 	}
 	return \@h;
 }
 
-sub finish_chunk
-{
-	for my $h (@{ $_[0] })
-	{
-		$h->[0]->finish or die "kcat failed: ${ $h->[1] }";
-	}
-}
+sub finish_chunk { $broker->produce_finish(@{ $_[0] }) }
 
 # ---- cluster --------------------------------------------------------------
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'stream_ext'
-max_worker_processes = 16
-stream_ext.kafka_launcher_naptime = 1
-restart_after_crash = on
-});
-$node->start;
+my $node = stream_ext_node(
+	'crash',
+	max_worker_processes => 16,
+	'stream_ext.kafka_launcher_naptime' => 1,
+	restart_after_crash => 'on');
 
 sub sql { $node->safe_psql('postgres', $_[0]) }
 
@@ -131,7 +97,7 @@ sql(q{SELECT stream_ext.create_kafka_source('ev_src', 'ev', '} . $bootstrap . q{
       '{"columns": ["k", "u", "v"], "partition_column": "p", "offset_column": "o", "batch_size": 1000}')});
 sql(q{SELECT stream_ext.start_source('ev_src')});
 
-my $stored_sql = q{SELECT coalesce(sum(next_offset), 0) FROM stream_ext.kafka_offsets WHERE source = 'ev_src'};
+my $stored_sql = total_stored('ev_src');
 
 # stored offsets (sum, and per partition), rows in the stream, the worker
 my $state_sql = q{
@@ -277,19 +243,14 @@ cmp_ok($mid_ingest, '>=', int($iterations / 4), "crashes hit mid-ingest ($mid_in
 
 # ---- ingestion resumes by itself; the oracle --------------------------------
 finish_chunk(start_chunk($chunk));
-ok($node->poll_query_until('postgres', $stored_sql, $produced),
-	"ingestion resumes by itself and stores all $produced offsets")
-  or diag(sql('SELECT * FROM stream_ext.source_status'));
+poll_ok($node, $stored_sql, $produced, "ingestion resumes by itself and stores all $produced offsets",
+	'SELECT * FROM stream_ext.source_status');
 my $pids = join(',', grep { defined } @worker_pids);
 is(sql(qq{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'stream_ext kafka worker' AND pid NOT IN ($pids)}),
 	'1', 'one worker runs, a new one');
 
-is( sql(q{SELECT string_agg(format('%s:%s', partition, next_offset), ',' ORDER BY partition)
-          FROM stream_ext.kafka_offsets WHERE source = 'ev_src'}),
-	join(',', map { "$_:$part_count[$_]" } 0 .. $NPART - 1),
-	'stored offsets = produced count of every partition');
-is(sql(q{SELECT string_agg(format('%s:%s:%s', p, n, last), ',' ORDER BY p) FROM ev_by_part}),
-	join(',', map { "$_:$part_count[$_]:" . ($part_count[$_] - 1) } 0 .. $NPART - 1),
+offsets_ok($node, 'ev_src', \@part_count, 'stored offsets = produced count of every partition');
+partitions_ok($node, 'ev_by_part', \@part_count,
 	'ev_by_part: each partition counted exactly once (0 lost, 0 duplicated)');
 is(sql(q{SELECT string_agg(format('%s:%s:%s:%s', k, n, s, users), ',' ORDER BY k) FROM ev_by_key}),
 	join(',', map { "$_:$n{$_}:$s{$_}:" . scalar(keys %{ $users{$_} }) } sort { $a <=> $b } keys %n),
@@ -304,4 +265,5 @@ cmp_ok(sql('SELECT count(*) FROM ev'), '<', $produced,
 note(sprintf('total %.1f s, %d messages', time - $t0, $produced));
 
 $node->stop;
+$broker->stop;
 done_testing();

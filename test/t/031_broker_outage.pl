@@ -16,20 +16,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(time sleep);
-use File::Basename qw(dirname);
-use Cwd qw(abs_path);
+use StreamExtTAP;
 
-my $broker_bin = $ENV{STREAM_EXT_BROKER};
-if (!$broker_bin || !-x $broker_bin)
-{
-	$broker_bin = abs_path(dirname(__FILE__) . '/../broker/stream_ext_broker');
-}
-plan skip_all => "embedded broker not built (make -C test/broker)"
-  unless $broker_bin && -x $broker_bin;
-plan skip_all => "kcat not installed"
-  unless system('sh', '-c', 'command -v kcat >/dev/null') == 0;
+skip_unless_kafka();
 
 my $outage = $ENV{STREAM_EXT_OUTAGE_SECS} || 15;
 my $NPART = 2;
@@ -37,31 +27,8 @@ my $t0 = time;
 note("outage of $outage s (STREAM_EXT_OUTAGE_SECS)");
 
 # ---- broker ---------------------------------------------------------------
-my ($bout, $berr) = ('', '');
-my $broker = IPC::Run::start([ $broker_bin, '--partitions', $NPART, '--topic', 'ev' ],
-	'>', \$bout, '2>', \$berr);
-my $deadline = time + 20;
-$broker->pump_nb while $bout !~ /bootstrap=(\S+)/ && time < $deadline;
-my ($bootstrap) = $bout =~ /bootstrap=(\S+)/;
-ok($bootstrap, "embedded broker serves at $bootstrap");
-END { $broker->kill_kill if $broker; }
-
-# send SIGUSR1/SIGUSR2 and wait for the broker's "down"/"up" line
-sub broker_signal
-{
-	my ($sig, $word) = @_;
-	my $seen = () = $bout =~ /^$word$/mg;
-	$broker->signal($sig);
-	my $until = time + 10;
-	while (time < $until)
-	{
-		$broker->pump_nb;
-		my $now = () = $bout =~ /^$word$/mg;
-		return 1 if $now > $seen;
-		sleep 0.05;
-	}
-	return 0;
-}
+my $broker = start_broker('--partitions', $NPART, '--topic', 'ev');
+my $bootstrap = $broker->bootstrap;
 
 # ---- messages and the oracle ----------------------------------------------
 my $produced = 0;
@@ -76,31 +43,22 @@ sub produce
 	{
 		my $i = ++$produced;
 		my ($k, $v) = ($i % 20, $i % 100);
-		push @{ $lines[ $i % $NPART ] }, "$k,$v\n";
+		push @{ $lines[ $i % $NPART ] }, "$k,$v";
 		$n{$k}++;
 		$s{$k} += $v;
 	}
 	for my $p (0 .. $NPART - 1)
 	{
-		my $in = join('', @{ $lines[$p] });
-		my ($o, $e);
-		IPC::Run::run([ 'kcat', '-P', '-b', $bootstrap, '-t', 'ev', '-p', $p ],
-			'<', \$in, '>', \$o, '2>', \$e)
-		  or die "kcat failed: $e";
+		$broker->produce('ev', $lines[$p], $p);
 		$part_count[$p] += @{ $lines[$p] };
 	}
 }
 
 # ---- cluster --------------------------------------------------------------
-my $node = PostgreSQL::Test::Cluster->new('outage');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'stream_ext'
-max_worker_processes = 16
-stream_ext.kafka_launcher_naptime = 1
-});
-$node->start;
+my $node = stream_ext_node(
+	'outage',
+	max_worker_processes => 16,
+	'stream_ext.kafka_launcher_naptime' => 1);
 
 sub sql { $node->safe_psql('postgres', $_[0]) }
 
@@ -119,22 +77,21 @@ sql(q{SELECT stream_ext.create_kafka_source('ev_src', 'ev', '} . $bootstrap . q{
         "queued.max.messages.kbytes": "64", "fetch.message.max.bytes": "8192"}')});
 sql(q{SELECT stream_ext.start_source('ev_src')});
 
-my $stored_sql = q{SELECT coalesce(sum(next_offset), 0) FROM stream_ext.kafka_offsets WHERE source = 'ev_src'};
+my $stored_sql = total_stored('ev_src');
 my $status_sql = q{SELECT state, workers, last_error FROM stream_ext.source_status WHERE source = 'ev_src'};
 my $worker_sql = q{SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'stream_ext kafka worker'};
 
 # ---- mid-ingest, the broker goes down ----------------------------------------
 produce(100000);
-ok($node->poll_query_until('postgres', "SELECT ($stored_sql) >= 2000", 't'), 'ingest is under way');
-ok(broker_signal('USR1', 'down'), 'the broker goes down');
+poll_ok($node, "SELECT ($stored_sql) >= 2000", 't', 'ingest is under way');
+ok($broker->signal('USR1', 'down'), 'the broker goes down');
 my $down_at = time;
 my $stored_down = sql($stored_sql);
 note("stored at the outage: $stored_down of $produced");
 cmp_ok($stored_down, '<', $produced, 'the outage begins mid-ingest');
 my $pid = sql($worker_sql);
 
-ok( $node->poll_query_until('postgres', "SELECT state FROM stream_ext.source_status WHERE source = 'ev_src'",
-		'retrying'),
+poll_ok($node, "SELECT state FROM stream_ext.source_status WHERE source = 'ev_src'", 'retrying',
 	'source_status shows the source retrying during the outage');
 note('status during the outage: ' . sql($status_sql));
 like(sql(q{SELECT last_error FROM stream_ext.source_status WHERE source = 'ev_src'}),
@@ -153,7 +110,7 @@ while (time < $down_at + $outage)
 }
 my $stored_end = sql($stored_sql);
 my $status_end = sql($status_sql);
-ok(broker_signal('USR2', 'up'), "the broker comes back after $outage s");
+ok($broker->signal('USR2', 'up'), "the broker comes back after $outage s");
 my $up_at = time;
 note("stored at the end of the outage: $stored_end of $produced; status: $status_end");
 
@@ -170,15 +127,13 @@ cmp_ok($attempts, '>=', 1, 'the worker retried');
 cmp_ok($attempts, '<=', int($outage / 2) + 3, 'with backoff (a bounded number of attempts)');
 
 # ---- after the outage ---------------------------------------------------------
-ok($node->poll_query_until('postgres', $stored_sql, $produced),
-	'after the outage ingestion resumes by itself and stores every offset')
-  or diag(sql($status_sql));
+poll_ok($node, $stored_sql, $produced, 'after the outage ingestion resumes by itself and stores every offset',
+	$status_sql);
 my $recovered = time - $up_at;
 note(sprintf('caught up %.1f s after the broker came back', $recovered));
 produce(5000);
-ok($node->poll_query_until('postgres', $stored_sql, $produced), 'and goes on with new messages');
-ok($node->poll_query_until('postgres', "SELECT state FROM stream_ext.source_status WHERE source = 'ev_src'",
-		'running'),
+poll_ok($node, $stored_sql, $produced, 'and goes on with new messages');
+poll_ok($node, "SELECT state FROM stream_ext.source_status WHERE source = 'ev_src'", 'running',
 	'the source is running again');
 is(sql($worker_sql), $pid, 'still the same worker');
 ok( sql(q{SELECT last_error_time < now() - interval '1 second' * }
@@ -186,13 +141,8 @@ ok( sql(q{SELECT last_error_time < now() - interval '1 second' * }
 		  . q{ FROM stream_ext.source_status WHERE source = 'ev_src'}),
 	'source_status keeps the outage error and its time');
 
-is( sql(q{SELECT string_agg(format('%s:%s', partition, next_offset), ',' ORDER BY partition)
-          FROM stream_ext.kafka_offsets WHERE source = 'ev_src'}),
-	join(',', map { "$_:$part_count[$_]" } 0 .. $NPART - 1),
-	'stored offsets = produced count of every partition');
-is(sql(q{SELECT string_agg(format('%s:%s:%s', p, n, last), ',' ORDER BY p) FROM ev_by_part}),
-	join(',', map { "$_:$part_count[$_]:" . ($part_count[$_] - 1) } 0 .. $NPART - 1),
-	'each partition applied exactly once (0 lost, 0 duplicated)');
+offsets_ok($node, 'ev_src', \@part_count, 'stored offsets = produced count of every partition');
+partitions_ok($node, 'ev_by_part', \@part_count, 'each partition applied exactly once (0 lost, 0 duplicated)');
 is(sql(q{SELECT string_agg(format('%s:%s:%s', k, n, s), ',' ORDER BY k) FROM ev_by_key}),
 	join(',', map { "$_:$n{$_}:$s{$_}" } sort { $a <=> $b } keys %n),
 	'the view equals the oracle over exactly the produced messages');
@@ -200,4 +150,5 @@ is(sql(q{SELECT count(*) FROM ev}), $produced, 'and so does the stream (no crash
 note(sprintf('total %.1f s', time - $t0));
 
 $node->stop;
+$broker->stop;
 done_testing();

@@ -14,11 +14,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use StreamExtTAP;
 
-my $node = PostgreSQL::Test::Cluster->new('dump');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'stream_ext'\n");
-$node->start;
+my $node = stream_ext_node('dump');
 
 sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
 

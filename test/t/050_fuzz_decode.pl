@@ -11,6 +11,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use StreamExtTAP;
 use File::Path qw(make_path);
 use File::Basename qw(dirname);
 use Cwd qw(abs_path);
@@ -29,10 +30,7 @@ my $so = "$fuzzdir/stream_ext_fuzz.so";
 BAIL_OUT('no harness') unless $built && -f $so;
 
 # ---- a cluster with the streams the decoders target ---------------------------
-my $node = PostgreSQL::Test::Cluster->new('fuzz');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'stream_ext'\n");
-$node->start;
+my $node = stream_ext_node('fuzz');
 $node->safe_psql(
 	'postgres', qq{
 CREATE EXTENSION stream_ext;
