@@ -502,6 +502,7 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 		resetStringInfo(&field);
 		for (;;)
 		{
+			const char *start;
 			char		c;
 
 			if (p >= end)
@@ -513,6 +514,7 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 				done = true;
 				break;
 			}
+			start = p;
 			c = *p++;
 			if (in_quote)
 			{
@@ -527,7 +529,9 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 					in_quote = false;
 					continue;
 				}
-				appendStringInfoChar(&field, c);
+				/* c, and the run of ordinary characters after it */
+				while (p < end && *p != dec->csv_quote && *p != dec->csv_escape)
+					p++;
 			}
 			else
 			{
@@ -539,8 +543,10 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 					quoted = true;
 					continue;
 				}
-				appendStringInfoChar(&field, c);
+				while (p < end && *p != dec->csv_delimiter && *p != dec->csv_quote)
+					p++;
 			}
+			appendBinaryStringInfo(&field, start, p - start);
 		}
 
 		/* skip metadata columns; data columns come first in dec->columns */
