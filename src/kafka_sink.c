@@ -11,7 +11,8 @@
  * transition table on the stream; for each INSERT (or COPY) the trigger
  * builds the key and payload of all the statement's rows with one SELECT
  * over the transition table, run as the sink's owner in a restricted
- * context (search_path, TimeZone and DateStyle pinned), and appends them
+ * context (owner_context_enter(): search_path and TimeZone pinned, and
+ * DateStyle, IntervalStyle and extra_float_digits too), and appends them
  * with one INSERT ... SELECT to the logged table stream_ext.sink_queue as
  * the catalog's owner.  The queue rows thus commit or roll back with the
  * rows of the stream.  The sink's worker (kafka_sink_worker.c) produces
@@ -54,6 +55,8 @@
 
 #include "formats.h"
 #include "kafka_sink.h"
+#include "maintain.h"
+#include "util.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_sink);
 PG_FUNCTION_INFO_V1(stream_ext_start_sink);
@@ -343,19 +346,6 @@ kafka_sink_catalog_relid(bool missing_ok)
 				 errmsg("stream_ext.kafka_sinks does not exist"),
 				 errhint("Is the extension stream_ext (version 0.2 or later) installed in this database?")));
 	return relid;
-}
-
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
 }
 
 /* owner of stream_ext.kafka_sinks: the role the catalog is written as */
@@ -922,16 +912,6 @@ stream_ext_drop_sink(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
-static void
-pin_setting(const char *name, const char *value)
-{
-	const char *current = GetConfigOption(name, false, false);
-
-	if (current == NULL || strcmp(current, value) != 0)
-		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-}
-
 /*
  * stream_ext.sink_enqueue(sink_id) — statement-level AFTER INSERT trigger
  * on a sink's stream, REFERENCING NEW TABLE AS stream_ext_sink_new.
@@ -953,9 +933,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	KafkaSinkOptions opts;
 	List	   *cols;
 	char	   *sql;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	Tuplestorestate *ts;
 	EphemeralNamedRelation enr;
 	SPIPlanPtr	plan;
@@ -1018,15 +996,10 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	 */
 	sql = build_payload_sql(format, key_column, cols, trigdata->tg_trigger->tgnewtable);
 	ts = tuplestore_begin_heap(false, false, work_mem);
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
-	pin_setting("TimeZone", "UTC");
-	pin_setting("DateStyle", "ISO, YMD");
-	pin_setting("IntervalStyle", "postgres");
-	pin_setting("extra_float_digits", "1");
+	owner_context_enter(&octx, owner, "UTC");
+	owner_context_pin("DateStyle", "ISO, YMD");
+	owner_context_pin("IntervalStyle", "postgres");
+	owner_context_pin("extra_float_digits", "1");
 	plan = SPI_prepare(sql, 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -1046,8 +1019,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	}
 	SPI_cursor_close(portal);
 	SPI_freeplan(plan);
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	if (nrows == 0)
 	{
 		tuplestore_end(ts);
