@@ -53,6 +53,7 @@
 #include "sessions.h"
 #include "stream_ext.h"
 #include "transform.h"
+#include "util.h"
 #include "windows.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -121,31 +122,6 @@ run_sql(const char *sql)
 	if (rc < 0)
 		elog(ERROR, "stream_ext: SPI_execute failed (%s): %s",
 			 SPI_result_code_string(rc), sql);
-}
-
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
-static void
-record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
-				  DependencyType type)
-{
-	ObjectAddress obj;
-	ObjectAddress ref;
-
-	ObjectAddressSet(obj, classid, objid);
-	ObjectAddressSet(ref, refclassid, refobjid);
-	recordDependencyOn(&obj, &ref, type);
 }
 
 /*

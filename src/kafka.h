@@ -3,7 +3,8 @@
  * kafka.h
  *	  Kafka ingest: source options, worker shared memory, and the entry
  *	  points shared by kafka_source.c (SQL functions), kafka_worker.c
- *	  (consumer background workers) and launcher.c (supervisor).
+ *	  (consumer background workers) and launcher.c (supervisor).  What
+ *	  sources share with sinks is in kafka_common.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,8 +20,8 @@
 
 #include <librdkafka/rdkafka.h>
 
-#define KAFKA_NAME_MAXLEN			63
-#define KAFKA_ERRMSG_LEN			256
+#include "kafka_common.h"
+
 #define KAFKA_MAX_WORKER_PARTITIONS	256
 #define KAFKA_MAX_WORKERS_PER_SOURCE 64
 
@@ -80,14 +81,6 @@ extern void kafka_parse_options(Jsonb *options, KafkaOptions *opts);
 
 /* ---- shared memory ---- */
 
-typedef enum KafkaWorkerState
-{
-	KWS_FREE = 0,
-	KWS_STARTING,
-	KWS_RUNNING,
-	KWS_RETRYING
-} KafkaWorkerState;
-
 /* passed to a source worker in bgw_extra */
 typedef struct KafkaWorkerArgs
 {
@@ -110,33 +103,20 @@ typedef struct KafkaPartitionStat
 
 typedef struct KafkaWorkerSlot
 {
-	bool		in_use;
-	pid_t		pid;
-	Oid			dboid;
-	Oid			catalog_relid;
-	Oid			owner;
-	int32		source_id;
-	int32		worker;
-	KafkaWorkerState state;
+	KafkaSlot	common;			/* id: the source; errors: bad messages */
 	uint64		messages;
 	uint64		bytes;
 	uint64		batches;
-	uint64		errors;
 	uint64		dead_letters;
 	double		rate;			/* messages/s, smoothed */
-	TimestampTz started_at;
-	TimestampTz last_batch_time;
-	TimestampTz last_error_time;
-	char		last_error[KAFKA_ERRMSG_LEN];
 	int			npartitions;
 	KafkaPartitionStat partitions[KAFKA_MAX_WORKER_PARTITIONS];
 } KafkaWorkerSlot;
 
 typedef struct KafkaShared
 {
-	LWLock	   *lock;
+	KafkaSlotTable table;
 	pid_t		launcher_pid;
-	int			nslots;
 	KafkaWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } KafkaShared;
 
@@ -147,13 +127,9 @@ extern int	kafka_max_workers;
 extern int	kafka_launcher_naptime;
 
 /* launcher.c */
-extern bool kafka_slot_is_live(Oid dboid, Oid catalog_relid, int32 source_id,
-							   int32 worker);
 extern bool kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failure);
 
 /* kafka_source.c */
-extern Oid	kafka_catalog_owner(void);
-extern Oid	kafka_catalog_relid(bool missing_ok);
 extern rd_kafka_conf_t *kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 										 const char *group_id);
 

@@ -4,14 +4,16 @@
  *	  SQL interface of Kafka sinks: create_kafka_sink, start_sink,
  *	  stop_sink, drop_sink, the queue trigger stream_ext.sink_enqueue(),
  *	  the live statistics behind sink_status, parsing of a sink's options,
- *	  the sink workers' shared memory and their launch.
+ *	  and the launch of the sink workers.  What sinks share with sources
+ *	  (checks, catalog statements, shared memory) is in kafka_common.c.
  *
  * A sink turns every row appended to its stream into one Kafka message.
  * create_kafka_sink puts a statement-level AFTER INSERT trigger with a
  * transition table on the stream; for each INSERT (or COPY) the trigger
  * builds the key and payload of all the statement's rows with one SELECT
  * over the transition table, run as the sink's owner in a restricted
- * context (search_path, TimeZone and DateStyle pinned), and appends them
+ * context (owner_context_enter(): search_path and TimeZone pinned, and
+ * DateStyle, IntervalStyle and extra_float_digits too), and appends them
  * with one INSERT ... SELECT to the logged table stream_ext.sink_queue as
  * the catalog's owner.  The queue rows thus commit or roll back with the
  * rows of the stream.  The sink's worker (kafka_sink_worker.c) produces
@@ -28,9 +30,6 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
@@ -38,9 +37,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
-#include "storage/ipc.h"
 #include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -49,11 +46,12 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
 #include "formats.h"
 #include "kafka_sink.h"
+#include "maintain.h"
+#include "util.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_sink);
 PG_FUNCTION_INFO_V1(stream_ext_start_sink);
@@ -74,50 +72,23 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_sink_worker_stats);
 KafkaSinkShared *kafka_sink_shared = NULL;
 int			kafka_max_sinks = 8;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+/* sinks, as kafka_common.c tells them from sources */
+const KafkaKind kafka_sink_kind = {
+	.noun = "sink",
+	.table = "kafka_sinks",
+	.missing_hint = "Is the extension stream_ext (version 0.2 or later) installed in this database?",
+	.login_detail = "Sink workers connect as the sink's owner.",
+	.shared = (void **) &kafka_sink_shared,
+	.shmem_name = "stream_ext kafka sinks",
+	.tranche = "stream_ext_kafka_sink",
+	.max_slots = &kafka_max_sinks,
+	.header_size = offsetof(KafkaSinkShared, slots),
+	.slot_size = sizeof(KafkaSinkSlot),
+	.slot_noun = "sink",
+	.slot_guc = "stream_ext.kafka_max_sinks",
+};
 
-/* ----------------------------------------------------------------
- * Shared memory and GUC
- * ----------------------------------------------------------------
- */
-
-static Size
-sink_shmem_size(void)
-{
-	return add_size(offsetof(KafkaSinkShared, slots),
-					mul_size(sizeof(KafkaSinkSlot), kafka_max_sinks));
-}
-
-static void
-sink_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(sink_shmem_size());
-	RequestNamedLWLockTranche("stream_ext_kafka_sink", 1);
-}
-
-static void
-sink_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	kafka_sink_shared = ShmemInitStruct("stream_ext kafka sinks", sink_shmem_size(), &found);
-	if (!found)
-	{
-		memset(kafka_sink_shared, 0, sink_shmem_size());
-		kafka_sink_shared->lock = &(GetNamedLWLockTranche("stream_ext_kafka_sink"))->lock;
-		kafka_sink_shared->nslots = kafka_max_sinks;
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* called from _PG_init: the GUC always, shared memory when preloaded */
+/* called from _PG_init: the GUC (the shared memory: kafka_common.c) */
 void
 kafka_sink_init(void)
 {
@@ -128,12 +99,6 @@ kafka_sink_init(void)
 							8, 1, 1024,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = sink_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = sink_shmem_startup;
 }
 
 /* ----------------------------------------------------------------
@@ -141,134 +106,46 @@ kafka_sink_init(void)
  * ----------------------------------------------------------------
  */
 
-static char *
-sink_opt_string(JsonbValue *v, const char *key)
-{
-	if (v->type != jbvString)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be a string", key)));
-	return pnstrdup(v->val.string.val, v->val.string.len);
-}
-
-static int
-sink_opt_int(JsonbValue *v, const char *key, int min, int max)
-{
-	char	   *s = NULL;
-	char	   *end;
-	long		val;
-
-	if (v->type == jbvNumeric)
-		s = DatumGetCString(DirectFunctionCall1(numeric_out,
-												NumericGetDatum(v->val.numeric)));
-	else if (v->type == jbvString)
-		s = pnstrdup(v->val.string.val, v->val.string.len);
-	if (s != NULL)
-	{
-		errno = 0;
-		val = strtol(s, &end, 10);
-		if (errno == 0 && end != s && *end == '\0' && val >= min && val <= max)
-			return (int) val;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("option \"%s\" must be an integer between %d and %d", key, min, max)));
-	return 0;
-}
-
+/* one option of a sink (a KafkaOptionHandler) */
 static void
-sink_add_property(KafkaSinkOptions *opts, const char *key, JsonbValue *v)
+sink_option(const char *key, JsonbValue *v, void *arg)
 {
-	if (v->type != jbvString && v->type != jbvNumeric && v->type != jbvBool)
+	KafkaSinkOptions *opts = (KafkaSinkOptions *) arg;
+
+	if (strcmp(key, "batch_size") == 0)
+		opts->batch_size = (int) kafka_opt_int(v, key, 1, 100000);
+	else if (strcmp(key, "poll_interval_ms") == 0)
+		opts->poll_interval_ms = (int) kafka_opt_int(v, key, 10, 60000);
+	else if (strcmp(key, "columns") == 0)
+	{
+		opts->columns = kafka_opt_names(v, key);
+		if (opts->columns == NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"columns\" must name at least one column")));
+	}
+	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be a string, number or boolean", key)));
-	opts->kafka_keys = lappend(opts->kafka_keys, pstrdup(key));
-	opts->kafka_values = lappend(opts->kafka_values, jsonb_value_text(v));
+				 errmsg("unknown Kafka sink option \"%s\"", key),
+				 errhint(SINK_OPTION_KEYS_HINT)));
 }
 
 /* parse and validate a sink's options (NULL: none); ereports if invalid */
 void
 kafka_sink_parse_options(Jsonb *options, KafkaSinkOptions *opts)
 {
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	char	   *key = NULL;
-
 	memset(opts, 0, sizeof(*opts));
 	opts->batch_size = 10000;
 	opts->poll_interval_ms = 100;
-	if (options == NULL)
-		return;
-	if (!JB_ROOT_IS_OBJECT(options))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("options must be a JSON object")));
-
-	it = JsonbIteratorInit(&options->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		if (tok == WJB_KEY)
-		{
-			key = pnstrdup(v.val.string.val, v.val.string.len);
-			continue;
-		}
-		if (tok != WJB_VALUE)
-			continue;
-
-		if (strcmp(key, "batch_size") == 0)
-			opts->batch_size = sink_opt_int(&v, key, 1, 100000);
-		else if (strcmp(key, "poll_interval_ms") == 0)
-			opts->poll_interval_ms = sink_opt_int(&v, key, 10, 60000);
-		else if (strcmp(key, "columns") == 0)
-		{
-			JsonbIterator *it2;
-			JsonbValue	e;
-			JsonbIteratorToken t2;
-
-			if (v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("option \"columns\" must be an array of column names")));
-			it2 = JsonbIteratorInit(v.val.binary.data);
-			while ((t2 = JsonbIteratorNext(&it2, &e, true)) != WJB_DONE)
-				if (t2 == WJB_ELEM)
-					opts->columns = lappend(opts->columns, sink_opt_string(&e, key));
-			if (opts->columns == NIL)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("option \"columns\" must name at least one column")));
-		}
-		else if (strcmp(key, "kafka") == 0)
-		{
-			JsonbIterator *it2;
-			JsonbValue	e;
-			JsonbIteratorToken t2;
-			char	   *prop = NULL;
-
-			if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("option \"kafka\" must be an object of librdkafka properties")));
-			it2 = JsonbIteratorInit(v.val.binary.data);
-			while ((t2 = JsonbIteratorNext(&it2, &e, true)) != WJB_DONE)
-			{
-				if (t2 == WJB_KEY)
-					prop = pnstrdup(e.val.string.val, e.val.string.len);
-				else if (t2 == WJB_VALUE)
-					sink_add_property(opts, prop, &e);
-			}
-		}
-		else if (strchr(key, '.') != NULL)
-			sink_add_property(opts, key, &v);
-		else
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown Kafka sink option \"%s\"", key),
-					 errhint(SINK_OPTION_KEYS_HINT)));
-	}
+	kafka_parse_option_object(options, sink_option, opts,
+							  &opts->kafka_keys, &opts->kafka_values);
 }
+
+/* delivery tracking relies on the idempotent producer */
+static const char *const sink_managed_properties[] = {
+	"enable.idempotence", "acks", "request.required.acks", "transactional.id", NULL
+};
 
 /*
  * librdkafka producer configuration of a sink: the user's properties, then
@@ -277,185 +154,25 @@ kafka_sink_parse_options(Jsonb *options, KafkaSinkOptions *opts)
 rd_kafka_conf_t *
 kafka_sink_build_conf(const char *brokers, const KafkaSinkOptions *opts)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	char		errstr[512];
-	ListCell   *lk,
-			   *lv;
-	bool		have_timeout = false;
-	bool		have_linger = false;
+	rd_kafka_conf_t *conf;
 
-#define SINK_CONF_SET(k, v) \
-	do { \
-		if (rd_kafka_conf_set(conf, (k), (v), errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) \
-		{ \
-			rd_kafka_conf_destroy(conf); \
-			ereport(ERROR, \
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE), \
-					 errmsg("invalid librdkafka property \"%s\": %s", (k), errstr))); \
-		} \
-	} while (0)
-
-	SINK_CONF_SET("bootstrap.servers", brokers);
-	SINK_CONF_SET("client.id", "stream_ext");
-	forboth(lk, opts->kafka_keys, lv, opts->kafka_values)
-	{
-		const char *k = lfirst(lk);
-
-		if (strcmp(k, "enable.idempotence") == 0 ||
-			strcmp(k, "acks") == 0 || strcmp(k, "request.required.acks") == 0 ||
-			strcmp(k, "transactional.id") == 0)
-		{
-			rd_kafka_conf_destroy(conf);
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("librdkafka property \"%s\" is managed by stream_ext", k),
-					 errdetail("Sinks use the idempotent producer (enable.idempotence=true, acks=all).")));
-		}
-		if (strcmp(k, "message.timeout.ms") == 0 || strcmp(k, "delivery.timeout.ms") == 0)
-			have_timeout = true;
-		if (strcmp(k, "linger.ms") == 0 || strcmp(k, "queue.buffering.max.ms") == 0)
-			have_linger = true;
-		SINK_CONF_SET(k, (const char *) lfirst(lv));
-	}
-	SINK_CONF_SET("enable.idempotence", "true");
-	if (!have_timeout)
-		SINK_CONF_SET("message.timeout.ms", "30000");
-	if (!have_linger)
-		SINK_CONF_SET("linger.ms", "5");
+	conf = kafka_conf_new(brokers, opts->kafka_keys, opts->kafka_values,
+						  sink_managed_properties,
+						  "Sinks use the idempotent producer (enable.idempotence=true, acks=all).");
+	kafka_conf_set(conf, "enable.idempotence", "true");
+	if (!kafka_property_given(opts->kafka_keys, "message.timeout.ms") &&
+		!kafka_property_given(opts->kafka_keys, "delivery.timeout.ms"))
+		kafka_conf_set(conf, "message.timeout.ms", "30000");
+	if (!kafka_property_given(opts->kafka_keys, "linger.ms") &&
+		!kafka_property_given(opts->kafka_keys, "queue.buffering.max.ms"))
+		kafka_conf_set(conf, "linger.ms", "5");
 	return conf;
-#undef SINK_CONF_SET
 }
 
 /* ----------------------------------------------------------------
- * Catalog access
+ * Columns and payload
  * ----------------------------------------------------------------
  */
-
-Oid
-kafka_sink_catalog_relid(bool missing_ok)
-{
-	Oid			nsp = get_namespace_oid("stream_ext", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("kafka_sinks", nsp) : InvalidOid;
-
-	if (!OidIsValid(relid) && !missing_ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("stream_ext.kafka_sinks does not exist"),
-				 errhint("Is the extension stream_ext (version 0.2 or later) installed in this database?")));
-	return relid;
-}
-
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
-/* owner of stream_ext.kafka_sinks: the role the catalog is written as */
-static Oid
-sink_catalog_owner(void)
-{
-	return relation_owner(kafka_sink_catalog_relid(false));
-}
-
-/* run one statement as the catalog owner (SPI connected) */
-static void
-sink_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *args,
-				  const char *nulls, bool read_only, int expected)
-{
-	Oid			save_userid;
-	int			save_sec;
-	int			ret;
-
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(sink_catalog_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	ret = SPI_execute_with_args(sql, nargs, argtypes, args, nulls, read_only, 0);
-	SetUserIdAndSecContext(save_userid, save_sec);
-	if (ret != expected)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
-}
-
-typedef struct SinkRow
-{
-	int32		id;
-	char	   *name;
-	Oid			stream;
-	Oid			owner;
-	char	   *state;
-	Jsonb	   *options;
-} SinkRow;
-
-/* fetch and lock a sink row (SPI connected); false if missing and missing_ok */
-static bool
-fetch_sink(const char *name, SinkRow *row, bool missing_ok)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1];
-	bool		isnull;
-	HeapTuple	tup;
-	TupleDesc	desc;
-
-	args[0] = CStringGetTextDatum(name);
-	sink_catalog_exec("SELECT id, name, stream::oid, owner::oid, state, options "
-					  "FROM stream_ext.kafka_sinks WHERE name = $1 FOR UPDATE",
-					  1, argtypes, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-	{
-		if (missing_ok)
-			return false;
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("Kafka sink \"%s\" does not exist", name),
-				 errhint("See stream_ext.kafka_sinks for the existing sinks.")));
-	}
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	row->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-	row->name = SPI_getvalue(tup, desc, 2);
-	row->stream = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
-	row->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
-	row->state = SPI_getvalue(tup, desc, 5);
-	row->options = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 6, &isnull));
-	return true;
-}
-
-static void
-check_sink_owner(const SinkRow *row)
-{
-	if (!superuser() && !has_privs_of_role(GetUserId(), row->owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of Kafka sink \"%s\"", row->name),
-				 errhint("Only the owner of a sink or a superuser can start, stop or drop it.")));
-}
-
-static void
-check_sink_name(const char *name)
-{
-	const char *p;
-
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("Kafka sink name must not be empty")));
-	if (strlen(name) > KAFKA_NAME_MAXLEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("Kafka sink name \"%s\" is too long", name),
-				 errdetail("Names are limited to %d bytes.", KAFKA_NAME_MAXLEN)));
-	for (p = name; *p; p++)
-		if ((unsigned char) *p < 0x20)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_NAME),
-					 errmsg("Kafka sink name must not contain control characters")));
-}
 
 static int
 sink_parse_format(const char *format)
@@ -597,6 +314,7 @@ validate_sink_columns(Oid stream, int format, const char *key_column,
 	relation_close(rel, AccessShareLock);
 }
 
+
 /* ----------------------------------------------------------------
  * SQL functions
  * ----------------------------------------------------------------
@@ -617,10 +335,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	Jsonb	   *options;
 	KafkaSinkOptions opts;
 	int			fmt;
-	char		relkind;
-	AclResult	aclresult;
 	rd_kafka_conf_t *conf;
-	SinkRow		existing;
 	Oid			argtypes[8] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, OIDOID};
 	Datum		args[8];
 	char		nulls[9] = "        ";
@@ -647,25 +362,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("Kafka sinks need stream_ext in shared_preload_libraries")));
-	check_sink_name(name);
-	if (brokers[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("brokers must not be empty"),
-				 errhint("Give a bootstrap list such as 'localhost:9092'.")));
-	if (topic[0] == '\0' || strlen(topic) > 249)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid Kafka topic name \"%s\"", topic)));
-
-	relkind = get_rel_relkind(stream);
-	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table or stream", get_rel_name(stream))));
-	aclresult = pg_class_aclcheck(stream, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(stream));
+	kafka_check_definition(&kafka_sink_kind, name, stream, brokers, topic, ACL_SELECT);
 
 	fmt = sink_parse_format(format);
 	kafka_sink_parse_options(options, &opts);
@@ -674,10 +371,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	rd_kafka_conf_destroy(conf);
 
 	SPI_connect();
-	if (fetch_sink(name, &existing, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("Kafka sink \"%s\" already exists", name)));
+	kafka_check_new_name(&kafka_sink_kind, name);
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = ObjectIdGetDatum(stream);
@@ -690,10 +384,11 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 		nulls[5] = 'n';
 	args[6] = options ? JsonbPGetDatum(options) : DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
 	args[7] = ObjectIdGetDatum(GetUserId());
-	sink_catalog_exec("INSERT INTO stream_ext.kafka_sinks "
-					  "(name, stream, brokers, topic, format, key_column, options, owner) "
-					  "VALUES ($1, $2::regclass, $3, $4, $5, $6, $7, $8::regrole) RETURNING id",
-					  8, argtypes, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "INSERT INTO stream_ext.kafka_sinks "
+					   "(name, stream, brokers, topic, format, key_column, options, owner) "
+					   "VALUES ($1, $2::regclass, $3, $4, $5, $6, $7, $8::regrole) RETURNING id",
+					   8, argtypes, args, nulls, false, SPI_OK_INSERT_RETURNING);
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 	/* the queue trigger, created as the stream's owner (as for views) */
@@ -722,16 +417,9 @@ launch_sink_worker(const KafkaSinkWorkerArgs *args, bool error_on_failure)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "stream_ext");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "stream_ext_kafka_sink_worker_main");
+	kafka_bgworker_init(&worker, "stream_ext_kafka_sink_worker_main", "stream_ext kafka sink");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka sink %d", args->sink_id);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "stream_ext kafka sink");
 	memcpy(worker.bgw_extra, args, sizeof(KafkaSinkWorkerArgs));
-	worker.bgw_notify_pid = 0;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 	{
@@ -745,31 +433,6 @@ launch_sink_worker(const KafkaSinkWorkerArgs *args, bool error_on_failure)
 	return true;
 }
 
-/* is a live worker holding the slot of this sink? */
-static bool
-sink_slot_is_live(Oid dboid, Oid catalog_relid, int32 sink_id)
-{
-	bool		live = false;
-	int			i;
-
-	if (kafka_sink_shared == NULL)
-		return false;
-	LWLockAcquire(kafka_sink_shared->lock, LW_SHARED);
-	for (i = 0; i < kafka_sink_shared->nslots; i++)
-	{
-		KafkaSinkSlot *slot = &kafka_sink_shared->slots[i];
-
-		if (slot->in_use && slot->dboid == dboid &&
-			slot->catalog_relid == catalog_relid && slot->sink_id == sink_id)
-		{
-			live = true;
-			break;
-		}
-	}
-	LWLockRelease(kafka_sink_shared->lock);
-	return live;
-}
-
 /*
  * start_sink(name): mark running and launch the worker, which waits for
  * this transaction to end and exits at once if it rolled back.
@@ -778,12 +441,9 @@ Datum
 stream_ext_start_sink(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SinkRow		row;
+	KafkaCatalogRow row;
 	KafkaSinkOptions opts;
-	HeapTuple	roletup;
-	bool		canlogin;
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
+	Oid			catalog_relid;
 	KafkaSinkWorkerArgs wargs;
 
 	if (kafka_sink_shared == NULL)
@@ -793,24 +453,10 @@ stream_ext_start_sink(PG_FUNCTION_ARGS)
 				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
 
 	SPI_connect();
-	fetch_sink(name, &row, false);
-	check_sink_owner(&row);
+	kafka_fetch_row(&kafka_sink_kind, name, &row, false);
+	kafka_check_owner(&kafka_sink_kind, &row);
 	kafka_sink_parse_options(row.options, &opts);
-
-	roletup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(row.owner));
-	if (!HeapTupleIsValid(roletup))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("owner of Kafka sink \"%s\" no longer exists", name)));
-	canlogin = ((Form_pg_authid) GETSTRUCT(roletup))->rolcanlogin;
-	ReleaseSysCache(roletup);
-	if (!canlogin)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("owner \"%s\" of Kafka sink \"%s\" cannot log in",
-						GetUserNameFromId(row.owner, false), name),
-				 errdetail("Sink workers connect as the sink's owner."),
-				 errhint("ALTER ROLE %s LOGIN", quote_identifier(GetUserNameFromId(row.owner, false)))));
+	kafka_check_owner_login(&kafka_sink_kind, &row);
 	/* a dropped stream adds nothing, but what it queued is still delivered */
 	if (get_rel_name(row.stream) != NULL &&
 		pg_class_aclcheck(row.stream, row.owner, ACL_SELECT) != ACLCHECK_OK)
@@ -818,19 +464,15 @@ stream_ext_start_sink(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("owner of Kafka sink \"%s\" has no SELECT privilege on \"%s\"",
 						name, get_rel_name(row.stream))));
-
-	args[0] = Int32GetDatum(row.id);
-	sink_catalog_exec("UPDATE stream_ext.kafka_sinks "
-					  "SET state = 'running', last_error = NULL, updated_at = now() "
-					  "WHERE id = $1",
-					  1, argtypes, args, NULL, false, SPI_OK_UPDATE);
+	kafka_set_running(&kafka_sink_kind, row.id);
 	SPI_finish();
 
-	if (!sink_slot_is_live(MyDatabaseId, kafka_sink_catalog_relid(false), row.id))
+	catalog_relid = kafka_catalog_table(&kafka_sink_kind, false);
+	if (!kafka_slot_is_live(&kafka_sink_kind, MyDatabaseId, catalog_relid, row.id, 0))
 	{
 		memset(&wargs, 0, sizeof(wargs));
 		wargs.dboid = MyDatabaseId;
-		wargs.catalog_relid = kafka_sink_catalog_relid(false);
+		wargs.catalog_relid = catalog_relid;
 		wargs.owner = row.owner;
 		wargs.sink_id = row.id;
 		wargs.wait_xid = GetTopTransactionId();
@@ -846,19 +488,7 @@ stream_ext_start_sink(PG_FUNCTION_ARGS)
 Datum
 stream_ext_stop_sink(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SinkRow		row;
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
-
-	SPI_connect();
-	fetch_sink(name, &row, false);
-	check_sink_owner(&row);
-	args[0] = Int32GetDatum(row.id);
-	sink_catalog_exec("UPDATE stream_ext.kafka_sinks "
-					  "SET state = 'stopped', updated_at = now() WHERE id = $1",
-					  1, argtypes, args, NULL, false, SPI_OK_UPDATE);
-	SPI_finish();
+	kafka_stop(&kafka_sink_kind, text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	PG_RETURN_VOID();
 }
 
@@ -869,27 +499,12 @@ stream_ext_stop_sink(PG_FUNCTION_ARGS)
 Datum
 stream_ext_drop_sink(PG_FUNCTION_ARGS)
 {
-	char	   *name;
-	bool		if_exists = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
-	SinkRow		row;
+	KafkaCatalogRow row;
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1];
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("sink name must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-
-	SPI_connect();
-	if (!fetch_sink(name, &row, if_exists))
-	{
-		ereport(NOTICE,
-				(errmsg("Kafka sink \"%s\" does not exist, skipping", name)));
-		SPI_finish();
+	if (!kafka_drop_begin(&kafka_sink_kind, fcinfo, &row))
 		PG_RETURN_VOID();
-	}
-	check_sink_owner(&row);
 
 	if (get_rel_name(row.stream) != NULL)
 	{
@@ -905,32 +520,22 @@ stream_ext_drop_sink(PG_FUNCTION_ARGS)
 								   row.id, qualname), false, 0);
 		SetUserIdAndSecContext(save_userid, save_sec);
 		if (ret != SPI_OK_UTILITY)
-			elog(ERROR, "could not drop the queue trigger of Kafka sink \"%s\"", name);
+			elog(ERROR, "could not drop the queue trigger of Kafka sink \"%s\"", row.name);
 	}
 
 	args[0] = Int32GetDatum(row.id);
-	sink_catalog_exec("DELETE FROM stream_ext.sink_queue WHERE sink = $1",
-					  1, argtypes, args, NULL, false, SPI_OK_DELETE);
-	sink_catalog_exec("DELETE FROM stream_ext.kafka_sinks WHERE id = $1",
-					  1, argtypes, args, NULL, false, SPI_OK_DELETE);
-	SPI_finish();
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "DELETE FROM stream_ext.sink_queue WHERE sink = $1",
+					   1, argtypes, args, NULL, false, SPI_OK_DELETE);
+	kafka_drop_end(&kafka_sink_kind, &row);
 	PG_RETURN_VOID();
 }
+
 
 /* ----------------------------------------------------------------
  * The queue trigger
  * ----------------------------------------------------------------
  */
-
-static void
-pin_setting(const char *name, const char *value)
-{
-	const char *current = GetConfigOption(name, false, false);
-
-	if (current == NULL || strcmp(current, value) != 0)
-		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-}
 
 /*
  * stream_ext.sink_enqueue(sink_id) — statement-level AFTER INSERT trigger
@@ -953,9 +558,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	KafkaSinkOptions opts;
 	List	   *cols;
 	char	   *sql;
-	Oid			save_userid;
-	int			save_sec;
-	int			nestlevel;
+	OwnerContext octx;
 	Tuplestorestate *ts;
 	EphemeralNamedRelation enr;
 	SPIPlanPtr	plan;
@@ -982,9 +585,10 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 
 	args[0] = Int32GetDatum(sink_id);
-	sink_catalog_exec("SELECT owner::oid, format, key_column, options, name "
-					  "FROM stream_ext.kafka_sinks WHERE id = $1",
-					  1, argtypes, args, NULL, true, SPI_OK_SELECT);
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "SELECT owner::oid, format, key_column, options, name "
+					   "FROM stream_ext.kafka_sinks WHERE id = $1",
+					   1, argtypes, args, NULL, true, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 	{
 		/* the sink is gone (its trigger outlived it): nothing to queue */
@@ -1018,15 +622,10 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	 */
 	sql = build_payload_sql(format, key_column, cols, trigdata->tg_trigger->tgnewtable);
 	ts = tuplestore_begin_heap(false, false, work_mem);
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
-	pin_setting("TimeZone", "UTC");
-	pin_setting("DateStyle", "ISO, YMD");
-	pin_setting("IntervalStyle", "postgres");
-	pin_setting("extra_float_digits", "1");
+	owner_context_enter(&octx, owner, "UTC");
+	owner_context_pin("DateStyle", "ISO, YMD");
+	owner_context_pin("IntervalStyle", "postgres");
+	owner_context_pin("extra_float_digits", "1");
 	plan = SPI_prepare(sql, 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -1046,8 +645,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	}
 	SPI_cursor_close(portal);
 	SPI_freeplan(plan);
-	AtEOXact_GUC(true, nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	owner_context_leave(&octx);
 	if (nrows == 0)
 	{
 		tuplestore_end(ts);
@@ -1065,9 +663,10 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	enr->reldata = ts;
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "SPI_register_relation failed");
-	sink_catalog_exec("INSERT INTO stream_ext.sink_queue (sink, key, payload) "
-					  "SELECT $1, key, payload FROM " SINK_ROWS_ENR,
-					  1, argtypes, args, NULL, false, SPI_OK_INSERT);
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "INSERT INTO stream_ext.sink_queue (sink, key, payload) "
+					   "SELECT $1, key, payload FROM " SINK_ROWS_ENR,
+					   1, argtypes, args, NULL, false, SPI_OK_INSERT);
 	SPI_unregister_relation(SINK_ROWS_ENR);
 	tuplestore_end(ts);
 	SPI_finish();
@@ -1079,22 +678,6 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
-static const char *
-sink_state_name(KafkaSinkState s)
-{
-	switch (s)
-	{
-		case KSS_STARTING:
-			return "starting";
-		case KSS_RUNNING:
-			return "running";
-		case KSS_RETRYING:
-			return "retrying";
-		default:
-			return "stopped";
-	}
-}
-
 Datum
 stream_ext_kafka_sink_worker_stats(PG_FUNCTION_ARGS)
 {
@@ -1102,43 +685,26 @@ stream_ext_kafka_sink_worker_stats(PG_FUNCTION_ARGS)
 	KafkaSinkSlot *slots;
 	int			nslots;
 	int			i;
-	Oid			relid = kafka_sink_catalog_relid(true);
+	Oid			relid = kafka_catalog_table(&kafka_sink_kind, true);
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (kafka_sink_shared == NULL)
-		PG_RETURN_VOID();
-	nslots = kafka_sink_shared->nslots;
-	slots = palloc(sizeof(KafkaSinkSlot) * nslots);
-	LWLockAcquire(kafka_sink_shared->lock, LW_SHARED);
-	memcpy(slots, kafka_sink_shared->slots, sizeof(KafkaSinkSlot) * nslots);
-	LWLockRelease(kafka_sink_shared->lock);
-
+	slots = kafka_slot_snapshot(&kafka_sink_kind, &nslots);
 	for (i = 0; i < nslots; i++)
 	{
 		KafkaSinkSlot *slot = &slots[i];
 		Datum		values[10];
 		bool		nulls[10];
 
-		if (!slot->in_use || slot->dboid != MyDatabaseId || slot->catalog_relid != relid ||
-			!(superuser() || has_privs_of_role(GetUserId(), slot->owner)))
+		if (!kafka_slot_visible(&slot->common, relid))
 			continue;
 		memset(nulls, 0, sizeof(nulls));
-		values[0] = Int32GetDatum(slot->sink_id);
-		values[1] = Int32GetDatum(slot->pid);
-		values[2] = CStringGetTextDatum(sink_state_name(slot->state));
+		values[0] = Int32GetDatum(slot->common.id);
+		values[1] = Int32GetDatum(slot->common.pid);
+		values[2] = CStringGetTextDatum(kafka_state_name(slot->common.state));
 		values[3] = Int64GetDatum((int64) slot->rows);
 		values[4] = Int64GetDatum((int64) slot->batches);
-		values[5] = Int64GetDatum((int64) slot->errors);
-		if (slot->last_error[0])
-			values[6] = CStringGetTextDatum(slot->last_error);
-		else
-			nulls[6] = true;
-		values[7] = TimestampTzGetDatum(slot->last_error_time);
-		nulls[7] = slot->last_error_time == 0;
-		values[8] = TimestampTzGetDatum(slot->last_batch_time);
-		nulls[8] = slot->last_batch_time == 0;
-		values[9] = TimestampTzGetDatum(slot->started_at);
-		nulls[9] = slot->started_at == 0;
+		values[5] = Int64GetDatum((int64) slot->common.errors);
+		kafka_slot_status(&slot->common, &values[6], &nulls[6]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	PG_RETURN_VOID();
@@ -1160,7 +726,7 @@ kafka_sink_launch_running(Oid dboid)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (OidIsValid(get_extension_oid("stream_ext", true)) &&
-		OidIsValid(kafka_sink_catalog_relid(true)))
+		OidIsValid(kafka_catalog_table(&kafka_sink_kind, true)))
 	{
 		uint64		i;
 
@@ -1176,7 +742,7 @@ kafka_sink_launch_running(Oid dboid)
 			KafkaSinkWorkerArgs *wargs = palloc0(sizeof(KafkaSinkWorkerArgs));
 
 			wargs->dboid = dboid;
-			wargs->catalog_relid = kafka_sink_catalog_relid(false);
+			wargs->catalog_relid = kafka_catalog_table(&kafka_sink_kind, false);
 			wargs->sink_id = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
 			wargs->owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
 			wargs->wait_xid = InvalidTransactionId;
@@ -1192,7 +758,8 @@ kafka_sink_launch_running(Oid dboid)
 	{
 		KafkaSinkWorkerArgs *wargs = lfirst(lc);
 
-		if (sink_slot_is_live(wargs->dboid, wargs->catalog_relid, wargs->sink_id))
+		if (kafka_slot_is_live(&kafka_sink_kind, wargs->dboid, wargs->catalog_relid,
+							   wargs->sink_id, 0))
 			continue;
 		ereport(LOG,
 				(errmsg("stream_ext: starting the worker of Kafka sink %d", wargs->sink_id)));

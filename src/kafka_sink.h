@@ -3,7 +3,8 @@
  * kafka_sink.h
  *	  Kafka sinks: options, shared memory of the sink workers, and the entry
  *	  points shared by kafka_sink.c (SQL functions, queue trigger, launch)
- *	  and kafka_sink_worker.c (the producer background worker).
+ *	  and kafka_sink_worker.c (the producer background worker).  What sinks
+ *	  share with sources is in kafka_common.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,14 +37,6 @@ typedef struct KafkaSinkOptions
 	List	   *kafka_values;	/* parallel: values (char *) */
 } KafkaSinkOptions;
 
-typedef enum KafkaSinkState
-{
-	KSS_FREE = 0,
-	KSS_STARTING,
-	KSS_RUNNING,
-	KSS_RETRYING
-} KafkaSinkState;
-
 /* passed to a sink worker in bgw_extra */
 typedef struct KafkaSinkWorkerArgs
 {
@@ -56,26 +49,14 @@ typedef struct KafkaSinkWorkerArgs
 
 typedef struct KafkaSinkSlot
 {
-	bool		in_use;
-	pid_t		pid;
-	Oid			dboid;
-	Oid			catalog_relid;
-	Oid			owner;
-	int32		sink_id;
-	KafkaSinkState state;
+	KafkaSlot	common;			/* id: the sink; errors: failed attempts */
 	uint64		rows;			/* acknowledged and recorded since start */
 	uint64		batches;
-	uint64		errors;
-	TimestampTz started_at;
-	TimestampTz last_batch_time;
-	TimestampTz last_error_time;
-	char		last_error[KAFKA_ERRMSG_LEN];
 } KafkaSinkSlot;
 
 typedef struct KafkaSinkShared
 {
-	LWLock	   *lock;
-	int			nslots;
+	KafkaSlotTable table;
 	KafkaSinkSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } KafkaSinkShared;
 
@@ -87,7 +68,6 @@ extern void kafka_sink_init(void);
 extern void kafka_sink_parse_options(Jsonb *options, KafkaSinkOptions *opts);
 extern rd_kafka_conf_t *kafka_sink_build_conf(const char *brokers,
 											  const KafkaSinkOptions *opts);
-extern Oid	kafka_sink_catalog_relid(bool missing_ok);
 extern void kafka_sink_launch_running(Oid dboid);
 
 /* background worker entry point (kafka_sink_worker.c) */

@@ -33,9 +33,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -44,23 +42,18 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/proc.h"
-#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "kafka_sink.h"
 
 #define STATE_CHECK_MS		1000
 #define SHUTDOWN_FLUSH_MS	5000
-#define BACKOFF_MIN_MS		100
-#define BACKOFF_MAX_MS		30000
 
 typedef struct SinkWorker
 {
@@ -94,17 +87,6 @@ typedef struct SinkWorker
 
 static SinkWorker S;
 
-static char rk_error[KAFKA_ERRMSG_LEN];
-static volatile bool rk_error_pending = false;
-
-static void
-rk_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
-{
-	snprintf(rk_error, sizeof(rk_error), "%s: %s",
-			 rd_kafka_err2name((rd_kafka_resp_err_t) err), reason);
-	rk_error_pending = true;
-}
-
 /* delivery report: runs inside rd_kafka_poll() in this process */
 static void
 dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -125,169 +107,17 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	}
 }
 
-/* ----------------------------------------------------------------
- * Shared memory slot
- * ----------------------------------------------------------------
- */
-
-static bool
-claim_slot(void)
-{
-	int			i;
-	int			free_slot = -1;
-
-	LWLockAcquire(kafka_sink_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < kafka_sink_shared->nslots; i++)
-	{
-		KafkaSinkSlot *s = &kafka_sink_shared->slots[i];
-
-		if (s->in_use)
-		{
-			if (s->dboid == S.args.dboid && s->catalog_relid == S.args.catalog_relid &&
-				s->sink_id == S.args.sink_id)
-			{
-				LWLockRelease(kafka_sink_shared->lock);
-				return false;	/* a twin is already running */
-			}
-		}
-		else if (free_slot < 0)
-			free_slot = i;
-	}
-	if (free_slot < 0)
-	{
-		LWLockRelease(kafka_sink_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("all %d Kafka sink slots are in use", kafka_sink_shared->nslots),
-				 errhint("Raise stream_ext.kafka_max_sinks.")));
-	}
-	S.slot = &kafka_sink_shared->slots[free_slot];
-	memset(S.slot, 0, sizeof(KafkaSinkSlot));
-	S.slot->in_use = true;
-	S.slot->pid = MyProcPid;
-	S.slot->dboid = S.args.dboid;
-	S.slot->catalog_relid = S.args.catalog_relid;
-	S.slot->owner = S.args.owner;
-	S.slot->sink_id = S.args.sink_id;
-	S.slot->state = KSS_STARTING;
-	S.slot->started_at = GetCurrentTimestamp();
-	LWLockRelease(kafka_sink_shared->lock);
-	return true;
-}
-
+/* the error shown in sink_status, counted in its errors */
 static void
-release_slot(int code, Datum arg)
+set_error(const char *msg, KafkaWorkerState state)
 {
-	if (S.slot == NULL)
-		return;
-	LWLockAcquire(kafka_sink_shared->lock, LW_EXCLUSIVE);
-	memset(S.slot, 0, sizeof(KafkaSinkSlot));
-	LWLockRelease(kafka_sink_shared->lock);
-	S.slot = NULL;
-}
-
-static void
-set_error(const char *msg, KafkaSinkState state)
-{
-	LWLockAcquire(kafka_sink_shared->lock, LW_EXCLUSIVE);
-	strlcpy(S.slot->last_error, msg, KAFKA_ERRMSG_LEN);
-	S.slot->last_error_time = GetCurrentTimestamp();
-	S.slot->errors++;
-	S.slot->state = state;
-	LWLockRelease(kafka_sink_shared->lock);
-}
-
-static void
-set_state(KafkaSinkState state)
-{
-	if (S.slot->state == state)
-		return;
-	LWLockAcquire(kafka_sink_shared->lock, LW_EXCLUSIVE);
-	S.slot->state = state;
-	LWLockRelease(kafka_sink_shared->lock);
+	kafka_worker_set_error(msg, state, true);
 }
 
 /* ----------------------------------------------------------------
  * Catalog access (SPI; caller manages the transaction)
  * ----------------------------------------------------------------
  */
-
-static Oid	catalog_owner = InvalidOid;
-
-static void
-catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *args,
-			 bool read_only, long tcount, int expected)
-{
-	Oid			save_userid;
-	int			save_sec;
-	int			ret;
-
-	if (!OidIsValid(catalog_owner))
-	{
-		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(S.args.catalog_relid));
-
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for relation %u", S.args.catalog_relid);
-		catalog_owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-		ReleaseSysCache(tup);
-	}
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(catalog_owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	ret = SPI_execute_with_args(sql, nargs, argtypes, args, NULL, read_only, tcount);
-	SetUserIdAndSecContext(save_userid, save_sec);
-	if (ret != expected)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
-}
-
-static void
-begin_xact(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-commit_xact(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-}
-
-/* is the sink still there and running? (in a transaction) */
-static bool
-sink_is_running(void)
-{
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
-	char	   *state;
-
-	if (!OidIsValid(get_extension_oid("stream_ext", true)) ||
-		kafka_sink_catalog_relid(true) != S.args.catalog_relid)
-		return false;
-	args[0] = Int32GetDatum(S.args.sink_id);
-	catalog_exec("SELECT state FROM stream_ext.kafka_sinks WHERE id = $1",
-				 1, argtypes, args, true, 1, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return strcmp(state, "running") == 0;
-}
-
-static bool
-sink_is_running_xact(void)
-{
-	bool		running;
-
-	begin_xact();
-	running = sink_is_running();
-	commit_xact();
-	return running;
-}
 
 /* load the sink's definition; false if it is not (or no longer) running */
 static bool
@@ -300,15 +130,15 @@ load_sink(void)
 	bool		isnull;
 	MemoryContext old;
 
-	begin_xact();
-	if (!sink_is_running())
+	kafka_begin_xact();
+	if (!kafka_worker_is_running(false))
 	{
-		commit_xact();
+		kafka_commit_xact();
 		return false;
 	}
 	args[0] = Int32GetDatum(S.args.sink_id);
-	catalog_exec("SELECT name, brokers, topic, options FROM stream_ext.kafka_sinks WHERE id = $1",
-				 1, argtypes, args, true, 1, SPI_OK_SELECT);
+	kafka_worker_exec("SELECT name, brokers, topic, options FROM stream_ext.kafka_sinks WHERE id = $1",
+					  1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		elog(ERROR, "could not read Kafka sink %d", S.args.sink_id);
 	tup = SPI_tuptable->vals[0];
@@ -321,7 +151,7 @@ load_sink(void)
 	kafka_sink_parse_options(DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 4, &isnull)),
 							 &S.opts);
 	MemoryContextSwitchTo(old);
-	commit_xact();
+	kafka_commit_xact();
 	pgstat_report_appname(psprintf("stream_ext sink %s", S.name));
 	return true;
 }
@@ -356,7 +186,7 @@ setup_producer(void)
 	char		errstr[512];
 
 	conf = kafka_sink_build_conf(S.brokers, &S.opts);
-	rd_kafka_conf_set_error_cb(conf, rk_error_cb);
+	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
 	rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
 	S.rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
 	if (S.rk == NULL)
@@ -391,17 +221,17 @@ fetch_batch(void)
 	S.nfailed = 0;
 	S.dr_error[0] = '\0';
 
-	begin_xact();
-	if (!sink_is_running())
+	kafka_begin_xact();
+	if (!kafka_worker_is_running(false))
 	{
-		commit_xact();
+		kafka_commit_xact();
 		return -1;
 	}
 	args[0] = Int32GetDatum(S.args.sink_id);
 	args[1] = Int32GetDatum(S.opts.batch_size);
-	catalog_exec("SELECT seq, key, payload FROM stream_ext.sink_queue "
-				 "WHERE sink = $1 ORDER BY seq LIMIT $2",
-				 2, argtypes, args, true, 0, SPI_OK_SELECT);
+	kafka_worker_exec("SELECT seq, key, payload FROM stream_ext.sink_queue "
+					  "WHERE sink = $1 ORDER BY seq LIMIT $2",
+					  2, argtypes, args, NULL, true, 0, SPI_OK_SELECT);
 
 	old = MemoryContextSwitchTo(S.batch_cxt);
 	S.seq = palloc(sizeof(int64) * Max(SPI_processed, 1));
@@ -419,7 +249,7 @@ fetch_batch(void)
 	}
 	MemoryContextSwitchTo(old);
 	i = SPI_processed;
-	commit_xact();
+	kafka_commit_xact();
 	return (int) i;
 }
 
@@ -473,6 +303,7 @@ wait_for_acks(void)
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz exit_since = 0;
 	bool		keep_going = true;
+	const char *rk_error;
 
 	while (S.pending > 0)
 	{
@@ -480,18 +311,15 @@ wait_for_acks(void)
 
 		rd_kafka_poll(S.rk, 100);
 		CHECK_FOR_INTERRUPTS();
-		if (rk_error_pending)
-		{
-			rk_error_pending = false;
-			set_error(rk_error, KSS_RETRYING);
-		}
+		if ((rk_error = kafka_pending_error()) != NULL)
+			set_error(rk_error, KWS_RETRYING);
 		now = GetCurrentTimestamp();
 		if (keep_going && ShutdownRequestPending)
 			keep_going = false;
 		if (keep_going && TimestampDifferenceExceeds(last_check, now, STATE_CHECK_MS))
 		{
 			last_check = now;
-			keep_going = sink_is_running_xact();
+			keep_going = kafka_worker_is_running_xact();
 		}
 		if (!keep_going)
 		{
@@ -532,25 +360,25 @@ record_acked(void)
 	arr = construct_array(elems, nacked, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 	MemoryContextSwitchTo(old);
 
-	begin_xact();
+	kafka_begin_xact();
 	args[0] = Int32GetDatum(S.args.sink_id);
 	args[1] = PointerGetDatum(arr);
 	args[2] = Int64GetDatum(high);
 	args[3] = Int64GetDatum(nacked);
-	catalog_exec("DELETE FROM stream_ext.sink_queue WHERE sink = $1 AND seq = ANY ($2)",
-				 2, argtypes, args, false, 0, SPI_OK_DELETE);
-	catalog_exec("UPDATE stream_ext.kafka_sinks "
-				 "SET delivered_seq = greatest(delivered_seq, $3), "
-				 "rows_delivered = rows_delivered + $4, batches = batches + 1, "
-				 "last_delivered_at = now() WHERE id = $1",
-				 4, argtypes, args, false, 0, SPI_OK_UPDATE);
-	commit_xact();
+	kafka_worker_exec("DELETE FROM stream_ext.sink_queue WHERE sink = $1 AND seq = ANY ($2)",
+					  2, argtypes, args, NULL, false, 0, SPI_OK_DELETE);
+	kafka_worker_exec("UPDATE stream_ext.kafka_sinks "
+					  "SET delivered_seq = greatest(delivered_seq, $3), "
+					  "rows_delivered = rows_delivered + $4, batches = batches + 1, "
+					  "last_delivered_at = now() WHERE id = $1",
+					  4, argtypes, args, NULL, false, 0, SPI_OK_UPDATE);
+	kafka_commit_xact();
 
-	LWLockAcquire(kafka_sink_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(kafka_sink_shared->table.lock, LW_EXCLUSIVE);
 	S.slot->rows += nacked;
 	S.slot->batches++;
-	S.slot->last_batch_time = GetCurrentTimestamp();
-	LWLockRelease(kafka_sink_shared->lock);
+	S.slot->common.last_batch_time = GetCurrentTimestamp();
+	LWLockRelease(kafka_sink_shared->table.lock);
 	return nacked;
 }
 
@@ -559,15 +387,6 @@ record_acked(void)
  * ----------------------------------------------------------------
  */
 
-static void
-backoff_sleep(void)
-{
-	S.backoff_ms = S.backoff_ms == 0 ? BACKOFF_MIN_MS : Min(S.backoff_ms * 2, BACKOFF_MAX_MS);
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 S.backoff_ms, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-}
-
 /* one pass; false when the worker should exit */
 static bool
 sink_iteration(void)
@@ -575,14 +394,15 @@ sink_iteration(void)
 	int			n;
 	bool		keep_going;
 	char	   *produce_error;
+	const char *rk_error;
 
 	if (S.rk == NULL)
 	{
-		if (!sink_is_running_xact())
+		if (!kafka_worker_is_running_xact())
 			return false;
-		set_state(KSS_STARTING);
+		kafka_worker_set_state(KWS_STARTING);
 		setup_producer();
-		set_state(KSS_RUNNING);
+		kafka_worker_set_state(KWS_RUNNING);
 	}
 
 	n = fetch_batch();
@@ -591,11 +411,8 @@ sink_iteration(void)
 	if (n == 0)
 	{
 		rd_kafka_poll(S.rk, 0);
-		if (rk_error_pending)
-		{
-			rk_error_pending = false;
-			set_error(rk_error, S.slot->state);
-		}
+		if ((rk_error = kafka_pending_error()) != NULL)
+			set_error(rk_error, S.slot->common.state);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 S.opts.poll_interval_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -629,15 +446,23 @@ sink_iteration(void)
 	}
 	else
 	{
-		set_state(KSS_RUNNING);
+		kafka_worker_set_state(KWS_RUNNING);
 		S.backoff_ms = 0;
 	}
 	return keep_going && !ShutdownRequestPending;
 }
 
+static bool
+has_producer(void)
+{
+	return S.rk != NULL;
+}
+
 void
 stream_ext_kafka_sink_worker_main(Datum main_arg)
 {
+	KafkaWorkerLoop loop;
+
 	memset(&S, 0, sizeof(S));
 	memcpy(&S.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaSinkWorkerArgs));
 
@@ -646,27 +471,11 @@ stream_ext_kafka_sink_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 
-	if (kafka_sink_shared == NULL)
-		ereport(FATAL,
-				(errmsg("stream_ext is not in shared_preload_libraries")));
-
-	/* every statement runs as the sink's owner */
-	BackgroundWorkerInitializeConnectionByOid(S.args.dboid, S.args.owner, 0);
-
-	if (!claim_slot())
-		proc_exit(0);
-	before_shmem_exit(release_slot, (Datum) 0);
-
-	while (TransactionIdIsValid(S.args.wait_xid) &&
-		   TransactionIdIsInProgress(S.args.wait_xid))
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ShutdownRequestPending)
-			proc_exit(0);
-	}
+	/* connect as the sink's owner, claim the slot, wait for start_sink */
+	S.slot = (KafkaSinkSlot *) kafka_worker_attach(&kafka_sink_kind,
+												   S.args.dboid, S.args.catalog_relid,
+												   S.args.owner, S.args.sink_id, 0,
+												   S.args.wait_xid);
 
 	S.sink_cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka sink",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -676,50 +485,18 @@ stream_ext_kafka_sink_worker_main(Datum main_arg)
 	if (!load_sink())
 		proc_exit(0);
 
-	while (!ShutdownRequestPending)
-	{
-		bool		keep_going = true;
-
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-
-		PG_TRY();
-		{
-			keep_going = sink_iteration();
-		}
-		PG_CATCH();
-		{
-			char	   *msg;
-			ErrorData  *edata;
-
-			HOLD_INTERRUPTS();
-			EmitErrorReport();
-			MemoryContextSwitchTo(TopMemoryContext);
-			edata = CopyErrorData();
-			FlushErrorState();
-			msg = edata->message ? edata->message : "unknown error";
-			AbortOutOfAnyTransaction();
-			MemoryContextSwitchTo(TopMemoryContext);
-			RESUME_INTERRUPTS();
-
-			set_error(msg, KSS_RETRYING);
-			FreeErrorData(edata);
-			/* unacknowledged rows are still queued: rebuild and resend */
-			teardown_producer();
-			keep_going = true;
-		}
-		PG_END_TRY();
-
-		/* stopped, but started again while we flushed? then carry on */
-		if (!keep_going && (ShutdownRequestPending || !sink_is_running_xact()))
-			break;
-		if (S.rk == NULL && !ShutdownRequestPending)
-			backoff_sleep();
-	}
+	/*
+	 * After an error the unacknowledged rows are still queued: rebuild the
+	 * producer and send them again.  A stop that a start followed while the
+	 * worker flushed does not end it.
+	 */
+	loop.iteration = sink_iteration;
+	loop.teardown = teardown_producer;
+	loop.has_client = has_producer;
+	loop.recheck_on_exit = true;
+	loop.count_errors = true;
+	loop.backoff_ms = &S.backoff_ms;
+	kafka_worker_main_loop(&loop);
 
 	teardown_producer();
 	ereport(LOG,

@@ -41,7 +41,6 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -50,9 +49,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/pmsignal.h"
 #include "storage/proc.h"
-#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -72,8 +69,6 @@
 #define IDLE_POLL_MS	250
 #define STATE_CHECK_MS	1000
 #define METADATA_CHECK_MS 30000
-#define BACKOFF_MIN_MS	100
-#define BACKOFF_MAX_MS	30000
 
 typedef enum BatchResult
 {
@@ -134,99 +129,22 @@ typedef struct Worker
 
 static Worker W;
 
-/* set by librdkafka's error callback (runs in this process' poll calls) */
-static char rk_error[KAFKA_ERRMSG_LEN];
-static volatile bool rk_error_pending = false;
-
-static void
-rk_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
-{
-	snprintf(rk_error, sizeof(rk_error), "%s: %s",
-			 rd_kafka_err2name((rd_kafka_resp_err_t) err), reason);
-	rk_error_pending = true;
-}
+/* helpers shared with sinks (kafka_common.c), under this file's short names */
+#define begin_xact()	kafka_begin_xact()
+#define commit_xact()	kafka_commit_xact()
+#define catalog_exec	kafka_worker_exec
+#define rk_error_cb		kafka_error_cb
 
 /* ----------------------------------------------------------------
  * Shared memory slot
  * ----------------------------------------------------------------
  */
 
-static bool
-claim_slot(void)
-{
-	int			i;
-	int			free_slot = -1;
-
-	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < kafka_shared->nslots; i++)
-	{
-		KafkaWorkerSlot *s = &kafka_shared->slots[i];
-
-		if (s->in_use)
-		{
-			if (s->dboid == W.args.dboid && s->catalog_relid == W.args.catalog_relid &&
-				s->source_id == W.args.source_id &&
-				s->worker == W.args.worker)
-			{
-				LWLockRelease(kafka_shared->lock);
-				return false;	/* a twin is already running */
-			}
-		}
-		else if (free_slot < 0)
-			free_slot = i;
-	}
-	if (free_slot < 0)
-	{
-		LWLockRelease(kafka_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("all %d Kafka worker slots are in use", kafka_shared->nslots),
-				 errhint("Raise stream_ext.kafka_max_workers.")));
-	}
-	W.slot = &kafka_shared->slots[free_slot];
-	memset(W.slot, 0, sizeof(KafkaWorkerSlot));
-	W.slot->in_use = true;
-	W.slot->pid = MyProcPid;
-	W.slot->dboid = W.args.dboid;
-	W.slot->catalog_relid = W.args.catalog_relid;
-	W.slot->owner = W.args.owner;
-	W.slot->source_id = W.args.source_id;
-	W.slot->worker = W.args.worker;
-	W.slot->state = KWS_STARTING;
-	W.slot->started_at = GetCurrentTimestamp();
-	LWLockRelease(kafka_shared->lock);
-	return true;
-}
-
-static void
-release_slot(int code, Datum arg)
-{
-	if (W.slot == NULL)
-		return;
-	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
-	memset(W.slot, 0, sizeof(KafkaWorkerSlot));
-	LWLockRelease(kafka_shared->lock);
-	W.slot = NULL;
-}
-
+/* the error shown in source_status (bad messages are counted by batch) */
 static void
 set_error(const char *msg, KafkaWorkerState state)
 {
-	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
-	strlcpy(W.slot->last_error, msg, KAFKA_ERRMSG_LEN);
-	W.slot->last_error_time = GetCurrentTimestamp();
-	W.slot->state = state;
-	LWLockRelease(kafka_shared->lock);
-}
-
-static void
-set_state(KafkaWorkerState state)
-{
-	if (W.slot->state == state)
-		return;
-	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
-	W.slot->state = state;
-	LWLockRelease(kafka_shared->lock);
+	kafka_worker_set_error(msg, state, false);
 }
 
 static void
@@ -234,7 +152,7 @@ publish_partitions(void)
 {
 	int			i;
 
-	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
 	W.slot->npartitions = Min(W.nmine, KAFKA_MAX_WORKER_PARTITIONS);
 	for (i = 0; i < W.slot->npartitions; i++)
 	{
@@ -242,7 +160,7 @@ publish_partitions(void)
 		W.slot->partitions[i].next_offset = W.next_offset[i];
 		W.slot->partitions[i].high_watermark = W.high_watermark[i];
 	}
-	LWLockRelease(kafka_shared->lock);
+	LWLockRelease(kafka_shared->table.lock);
 }
 
 /* refresh the cached high watermarks (non-blocking) */
@@ -269,95 +187,12 @@ refresh_watermarks(void)
  * ----------------------------------------------------------------
  */
 
-static Oid	catalog_owner = InvalidOid;
-static Oid	save_userid;
-static int	save_sec;
-
-static void
-become_catalog_owner(void)
-{
-	if (!OidIsValid(catalog_owner))
-		catalog_owner = kafka_catalog_owner();
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(catalog_owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-static void
-become_owner_again(void)
-{
-	SetUserIdAndSecContext(save_userid, save_sec);
-}
-
-/*
- * Run one statement on stream_ext's own tables as their owner, and insist
- * on its result code.
- */
-static void
-catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *args,
-			 const char *nulls, bool read_only, long tcount, int expected)
-{
-	int			ret;
-
-	become_catalog_owner();
-	ret = SPI_execute_with_args(sql, nargs, argtypes, args, nulls, read_only, tcount);
-	become_owner_again();
-	if (ret != expected)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
-}
-
-static void
-begin_xact(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-commit_xact(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-}
-
-/*
- * Is the source still there and running?  With lock, take FOR KEY SHARE so
- * that drop_source waits for the batch being applied.
- */
-static bool
-source_is_running(bool lock)
-{
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
-	char	   *state;
-
-	/* the extension dropped, or dropped and created again? */
-	if (!OidIsValid(get_extension_oid("stream_ext", true)) ||
-		kafka_catalog_relid(true) != W.args.catalog_relid)
-		return false;
-	args[0] = Int32GetDatum(W.args.source_id);
-	catalog_exec(lock ?
-								"SELECT state FROM stream_ext.kafka_sources WHERE id = $1 FOR KEY SHARE" :
-								"SELECT state FROM stream_ext.kafka_sources WHERE id = $1",
-								1, argtypes, args, NULL, false, 1,
-				 SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return strcmp(state, "running") == 0;
-}
-
 /* load the source definition; false if it is not (or no longer) running */
 static bool
 load_source(void)
 {
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1];
-	int			ret;
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
@@ -365,18 +200,16 @@ load_source(void)
 	int			i;
 
 	begin_xact();
-	if (!source_is_running(false))
+	if (!kafka_worker_is_running(false))
 	{
 		commit_xact();
 		return false;
 	}
 	args[0] = Int32GetDatum(W.args.source_id);
-	become_catalog_owner();
-	ret = SPI_execute_with_args("SELECT name, stream::oid, brokers, topic, format, options "
-								"FROM stream_ext.kafka_sources WHERE id = $1",
-								1, argtypes, args, NULL, true, 1);
-	become_owner_again();
-	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+	catalog_exec("SELECT name, stream::oid, brokers, topic, format, options "
+				 "FROM stream_ext.kafka_sources WHERE id = $1",
+				 1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
+	if (SPI_processed != 1)
 		elog(ERROR, "could not read Kafka source %d", W.args.source_id);
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
@@ -818,7 +651,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	MemoryContextReset(W.batch_cxt);
 
 	begin_xact();
-	if (!source_is_running(true))
+	if (!kafka_worker_is_running(true))
 	{
 		commit_xact();
 		return BATCH_SOURCE_GONE;
@@ -972,7 +805,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		*n_dead = ndead;
 	}
 	if (ndead > 0)
-		set_error(dead[ndead - 1].error, W.slot->state);
+		set_error(dead[ndead - 1].error, W.slot->common.state);
 
 	/* offsets: next offset per partition touched by the batch */
 	for (i = 0; i < W.nmsgs; i++)
@@ -1055,7 +888,7 @@ update_rate(void)
 
 	if (ms < 1000)
 		return;
-	LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
 	{
 		double		inst = (double) (W.slot->messages - W.rate_messages) * 1000.0 / ms;
 
@@ -1064,17 +897,8 @@ update_rate(void)
 			W.slot->rate = 0;
 		W.rate_messages = W.slot->messages;
 	}
-	LWLockRelease(kafka_shared->lock);
+	LWLockRelease(kafka_shared->table.lock);
 	W.rate_time = now;
-}
-
-static void
-backoff_sleep(void)
-{
-	W.backoff_ms = W.backoff_ms == 0 ? BACKOFF_MIN_MS : Min(W.backoff_ms * 2, BACKOFF_MAX_MS);
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 W.backoff_ms, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
 }
 
 /* one pass of the loop; returns false when the worker should exit */
@@ -1082,16 +906,12 @@ static bool
 worker_iteration(void)
 {
 	TimestampTz now;
+	const char *rk_error;
 
 	if (W.rk == NULL)
 	{
-		bool		running;
-
 		/* (re)starting, maybe after failures: is the source still wanted? */
-		begin_xact();
-		running = source_is_running(false);
-		commit_xact();
-		if (!running)
+		if (!kafka_worker_is_running_xact())
 			return false;
 		W.last_state_check = GetCurrentTimestamp();
 
@@ -1101,19 +921,16 @@ worker_iteration(void)
 		 * (each waits up to 5 s for metadata), and 'starting' would show
 		 * the source as running in source_status.
 		 */
-		if (W.slot->state != KWS_RETRYING)
-			set_state(KWS_STARTING);
+		if (W.slot->common.state != KWS_RETRYING)
+			kafka_worker_set_state(KWS_STARTING);
 		setup_consumer();
-		set_state(KWS_RUNNING);
+		kafka_worker_set_state(KWS_RUNNING);
 		W.backoff_ms = 0;
 	}
 
 	consume_batch();
-	if (rk_error_pending)
-	{
-		rk_error_pending = false;
+	if ((rk_error = kafka_pending_error()) != NULL)
 		set_error(rk_error, KWS_RETRYING);
-	}
 
 	if (W.nmsgs > 0)
 	{
@@ -1127,23 +944,23 @@ worker_iteration(void)
 			return false;
 		if (r == BATCH_STOP_ON_ERROR)
 		{
-			mark_source_failed(W.slot->last_error);
+			mark_source_failed(W.slot->common.last_error);
 			ereport(LOG,
 					(errmsg("stream_ext: Kafka source \"%s\" stopped on a bad message: %s",
-							W.name, W.slot->last_error)));
+							W.name, W.slot->common.last_error)));
 			return false;
 		}
 		free_batch_messages();
-		LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+		LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
 		W.slot->messages += n;
 		W.slot->bytes += n_bytes;
 		W.slot->batches++;
-		W.slot->errors += n_errors;
+		W.slot->common.errors += n_errors;
 		W.slot->dead_letters += n_dead;
-		W.slot->last_batch_time = GetCurrentTimestamp();
-		if (W.slot->state == KWS_RETRYING)
-			W.slot->state = KWS_RUNNING;
-		LWLockRelease(kafka_shared->lock);
+		W.slot->common.last_batch_time = GetCurrentTimestamp();
+		if (W.slot->common.state == KWS_RETRYING)
+			W.slot->common.state = KWS_RUNNING;
+		LWLockRelease(kafka_shared->table.lock);
 		W.backoff_ms = 0;
 		publish_partitions();
 		W.last_state_check = GetCurrentTimestamp();
@@ -1154,22 +971,17 @@ worker_iteration(void)
 
 	if (TimestampDifferenceExceeds(W.last_state_check, now, STATE_CHECK_MS))
 	{
-		bool		running;
-
-		begin_xact();
-		running = source_is_running(false);
-		commit_xact();
-		if (!running)
+		if (!kafka_worker_is_running_xact())
 			return false;
 		W.last_state_check = now;
 		refresh_watermarks();
 		publish_partitions();
 
 		/* after broker errors, see whether the cluster answers again */
-		if (W.slot->state == KWS_RETRYING)
+		if (W.slot->common.state == KWS_RETRYING)
 		{
 			(void) topic_partition_count(1000);
-			set_state(KWS_RUNNING);
+			kafka_worker_set_state(KWS_RUNNING);
 		}
 	}
 
@@ -1187,9 +999,17 @@ worker_iteration(void)
 	return true;
 }
 
+static bool
+has_consumer(void)
+{
+	return W.rk != NULL;
+}
+
 void
 stream_ext_kafka_worker_main(Datum main_arg)
 {
+	KafkaWorkerLoop loop;
+
 	memset(&W, 0, sizeof(W));
 	memcpy(&W.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaWorkerArgs));
 
@@ -1197,26 +1017,11 @@ stream_ext_kafka_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	if (kafka_shared == NULL)
-		ereport(FATAL,
-				(errmsg("stream_ext is not in shared_preload_libraries")));
-
-	/* every statement runs as the source's owner */
-	BackgroundWorkerInitializeConnectionByOid(W.args.dboid, W.args.owner, 0);
-
-	if (!claim_slot())
-		proc_exit(0);
-	before_shmem_exit(release_slot, (Datum) 0);
-
-	/* start_source's transaction must be over before we read the catalog */
-	while (TransactionIdIsValid(W.args.wait_xid) &&
-		   TransactionIdIsInProgress(W.args.wait_xid))
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+	/* connect as the source's owner, claim the slot, wait for start_source */
+	W.slot = (KafkaWorkerSlot *) kafka_worker_attach(&kafka_source_kind,
+													 W.args.dboid, W.args.catalog_relid,
+													 W.args.owner, W.args.source_id,
+													 W.args.worker, W.args.wait_xid);
 
 	W.source_cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka source",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -1230,53 +1035,14 @@ stream_ext_kafka_worker_main(Datum main_arg)
 	W.rate_time = GetCurrentTimestamp();
 	W.last_state_check = W.rate_time;
 
-	for (;;)
-	{
-		bool		keep_going = true;
-
-		/*
-		 * The loop waits in librdkafka, not on a latch, so nothing else
-		 * notices the postmaster's death: an orphan would go on consuming
-		 * and keep the shared memory, and a new postmaster refuses to start
-		 * while it is attached.  (Cheap: a flag set by a signal on Linux.)
-		 */
-		if (!PostmasterIsAlive())
-			proc_exit(1);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-
-		PG_TRY();
-		{
-			keep_going = worker_iteration();
-		}
-		PG_CATCH();
-		{
-			char	   *msg;
-
-			HOLD_INTERRUPTS();
-			EmitErrorReport();
-			msg = catch_error_message(TopMemoryContext);
-			AbortOutOfAnyTransaction();
-			MemoryContextSwitchTo(TopMemoryContext);
-			RESUME_INTERRUPTS();
-
-			set_error(msg, KWS_RETRYING);
-			pfree(msg);
-			/* rebuild from the stored offsets: nothing of the batch stuck */
-			teardown_consumer();
-			keep_going = true;
-		}
-		PG_END_TRY();
-
-		if (!keep_going)
-			break;
-		if (W.rk == NULL)
-			backoff_sleep();
-	}
+	/* after an error: rebuild from the stored offsets, nothing of the batch stuck */
+	loop.iteration = worker_iteration;
+	loop.teardown = teardown_consumer;
+	loop.has_client = has_consumer;
+	loop.recheck_on_exit = false;
+	loop.count_errors = false;
+	loop.backoff_ms = &W.backoff_ms;
+	kafka_worker_main_loop(&loop);
 
 	teardown_consumer();
 	ereport(LOG,

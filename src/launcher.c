@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * launcher.c
- *	  Supervision of Kafka source workers: the shared-memory worker table,
- *	  the GUCs, the launcher background worker registered at preload, and
- *	  the per-database scanner it starts.
+ *	  Supervision of Kafka source workers: the GUCs, the launch of a source
+ *	  worker, the launcher background worker registered at preload, and the
+ *	  per-database scanner it starts.
  *
  * The launcher is a static background worker connected to no database (it
  * reads only the shared catalog pg_database).  At server start, after a
@@ -36,7 +36,6 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
-#include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -53,47 +52,9 @@ KafkaShared *kafka_shared = NULL;
 int			kafka_max_workers = 16;
 int			kafka_launcher_naptime = 10;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static Size
-kafka_shmem_size(void)
-{
-	return add_size(offsetof(KafkaShared, slots),
-					mul_size(sizeof(KafkaWorkerSlot), kafka_max_workers));
-}
-
-static void
-kafka_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(kafka_shmem_size());
-	RequestNamedLWLockTranche("stream_ext_kafka", 1);
-}
-
-static void
-kafka_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	kafka_shared = ShmemInitStruct("stream_ext kafka", kafka_shmem_size(), &found);
-	if (!found)
-	{
-		memset(kafka_shared, 0, kafka_shmem_size());
-		kafka_shared->lock = &(GetNamedLWLockTranche("stream_ext_kafka"))->lock;
-		kafka_shared->nslots = kafka_max_workers;
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
 /*
- * Called from _PG_init: GUCs always; shared memory and the launcher only
- * when loaded through shared_preload_libraries.
+ * Called from _PG_init: GUCs always; the launcher only when loaded through
+ * shared_preload_libraries (the shared memory: kafka_common.c).
  */
 void
 stream_ext_launcher_init(void)
@@ -119,46 +80,10 @@ stream_ext_launcher_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = kafka_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = kafka_shmem_startup;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	kafka_bgworker_init(&worker, "stream_ext_kafka_launcher_main", "stream_ext kafka launcher");
 	worker.bgw_restart_time = 5;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "stream_ext");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "stream_ext_kafka_launcher_main");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka launcher");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "stream_ext kafka launcher");
 	RegisterBackgroundWorker(&worker);
-}
-
-/* is a live worker holding slot (dboid, source_id, worker)? */
-bool
-kafka_slot_is_live(Oid dboid, Oid catalog_relid, int32 source_id, int32 worker)
-{
-	bool		live = false;
-	int			i;
-
-	if (kafka_shared == NULL)
-		return false;
-	LWLockAcquire(kafka_shared->lock, LW_SHARED);
-	for (i = 0; i < kafka_shared->nslots; i++)
-	{
-		KafkaWorkerSlot *slot = &kafka_shared->slots[i];
-
-		if (slot->in_use && slot->dboid == dboid &&
-			slot->catalog_relid == catalog_relid &&
-			slot->source_id == source_id && slot->worker == worker)
-		{
-			live = true;
-			break;
-		}
-	}
-	LWLockRelease(kafka_shared->lock);
-	return live;
 }
 
 /* register a dynamic source worker */
@@ -168,17 +93,10 @@ kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failure)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "stream_ext");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "stream_ext_kafka_worker_main");
+	kafka_bgworker_init(&worker, "stream_ext_kafka_worker_main", "stream_ext kafka worker");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka source %d worker %d",
 			 args->source_id, args->worker);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "stream_ext kafka worker");
 	memcpy(worker.bgw_extra, args, sizeof(KafkaWorkerArgs));
-	worker.bgw_notify_pid = 0;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 	{
@@ -234,14 +152,8 @@ run_scanner(Oid dboid)
 	BackgroundWorkerHandle *handle;
 	pid_t		pid;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "stream_ext");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "stream_ext_kafka_scanner_main");
+	kafka_bgworker_init(&worker, "stream_ext_kafka_scanner_main", "stream_ext kafka scanner");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka scanner");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "stream_ext kafka scanner");
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
 	worker.bgw_notify_pid = MyProcPid;
 
@@ -269,9 +181,9 @@ stream_ext_kafka_launcher_main(Datum main_arg)
 
 	if (kafka_shared)
 	{
-		LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
+		LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
 		kafka_shared->launcher_pid = MyProcPid;
-		LWLockRelease(kafka_shared->lock);
+		LWLockRelease(kafka_shared->table.lock);
 	}
 	ereport(DEBUG1, (errmsg("stream_ext kafka launcher started")));
 
@@ -361,7 +273,7 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 
 				wargs = palloc0(sizeof(KafkaWorkerArgs));
 				wargs->dboid = dboid;
-				wargs->catalog_relid = kafka_catalog_relid(false);
+				wargs->catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
 				wargs->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 				wargs->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 				wargs->worker = w;
@@ -380,7 +292,8 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 	{
 		KafkaWorkerArgs *wargs = lfirst(lc);
 
-		if (kafka_slot_is_live(wargs->dboid, wargs->catalog_relid, wargs->source_id, wargs->worker))
+		if (kafka_slot_is_live(&kafka_source_kind, wargs->dboid, wargs->catalog_relid,
+							   wargs->source_id, wargs->worker))
 			continue;
 		ereport(LOG,
 				(errmsg("stream_ext: starting worker %d of Kafka source %d",

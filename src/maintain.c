@@ -304,9 +304,12 @@ prepare_plans(MaintEntry *entry)
 	}
 }
 
-/* set a GUC for the current nest level, unless it already has that value */
-static void
-pin_setting(const char *name, const char *value)
+/*
+ * Set a GUC for the current nest level, unless it already has that value:
+ * inside owner_context_enter/leave, until owner_context_leave.
+ */
+void
+owner_context_pin(const char *name, const char *value)
 {
 	const char *current = GetConfigOption(name, false, false);
 
@@ -323,9 +326,9 @@ owner_context_enter(OwnerContext *ctx, Oid owner, const char *timezone)
 						   ctx->save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	ctx->nestlevel = NewGUCNestLevel();
-	pin_setting("search_path", "pg_catalog");
+	owner_context_pin("search_path", "pg_catalog");
 	if (timezone != NULL)
-		pin_setting("TimeZone", timezone);
+		owner_context_pin("TimeZone", timezone);
 }
 
 void

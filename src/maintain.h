@@ -25,7 +25,8 @@ extern int	stream_ext_maintenance_depth;
 /*
  * Run user work as OWNER: security-restricted, with search_path pinned to
  * pg_catalog and, when TIMEZONE is given, TimeZone pinned -- how every
- * maintenance statement runs.  owner_context_leave() restores the caller's
+ * maintenance statement runs.  owner_context_pin() pins one more setting
+ * the same way.  owner_context_leave() restores the caller's
  * user and settings (an error restores them through transaction abort).
  */
 typedef struct OwnerContext
@@ -36,6 +37,7 @@ typedef struct OwnerContext
 } OwnerContext;
 
 extern void owner_context_enter(OwnerContext *ctx, Oid owner, const char *timezone);
+extern void owner_context_pin(const char *name, const char *value);
 extern void owner_context_leave(OwnerContext *ctx);
 
 extern void maintain_init(void);

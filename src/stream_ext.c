@@ -12,6 +12,7 @@
 #include "miscadmin.h"
 
 #include "ddl.h"
+#include "kafka_common.h"
 #include "kafka_sink.h"
 #include "launcher.h"
 #include "maintain.h"
@@ -39,6 +40,7 @@ _PG_init(void)
 	kafka_sink_init();
 	retention_init();
 	stream_ext_launcher_init();
+	kafka_shmem_init();
 }
 
 /*

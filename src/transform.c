@@ -65,6 +65,7 @@
 #include "maintain.h"
 #include "stats.h"
 #include "transform.h"
+#include "util.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_transform);
 
@@ -346,31 +347,6 @@ check_output_columns(const char *name, List *cols, Oid outid)
 					 errdetail("The column is NOT NULL and has no default.")));
 	}
 	table_close(rel, NoLock);
-}
-
-static void
-record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
-				  DependencyType type)
-{
-	ObjectAddress obj;
-	ObjectAddress ref;
-
-	ObjectAddressSet(obj, classid, objid);
-	ObjectAddressSet(ref, refclassid, refobjid);
-	recordDependencyOn(&obj, &ref, type);
-}
-
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
 }
 
 static char *
