@@ -70,6 +70,7 @@
 #define BATCH_ENR_NAME	"stream_ext_batch"
 #define ROW_ENR_NAME	"stream_ext_row"
 #define IDLE_POLL_MS	250
+#define WAKE_TIMEOUT_MS	100
 #define STATE_CHECK_MS	1000
 #define METADATA_CHECK_MS 30000
 #define BACKOFF_MIN_MS	100
@@ -114,11 +115,15 @@ typedef struct Worker
 	int			nmine;
 	int32	   *mine;			/* my partitions */
 	int64	   *next_offset;	/* stored (committed) next offset per mine[] */
+	int64	   *position;		/* next offset to poll per mine[] */
+	int64	   *woken_at;		/* position at the last wake_fetcher() */
 	int64	   *high_watermark;
 
 	/* the batch */
 	rd_kafka_message_t **msgs;
 	int			nmsgs;
+	TimestampTz batch_started;	/* when its first message was polled */
+	TimestampTz batch_done;		/* when the previous batch was applied */
 
 	MemoryContext source_cxt;
 	MemoryContext batch_cxt;
@@ -534,6 +539,8 @@ setup_consumer(void)
 	old = MemoryContextSwitchTo(W.source_cxt);
 	W.mine = palloc(sizeof(int32) * W.npartitions);
 	W.next_offset = palloc(sizeof(int64) * W.npartitions);
+	W.position = palloc(sizeof(int64) * W.npartitions);
+	W.woken_at = palloc(sizeof(int64) * W.npartitions);
 	W.high_watermark = palloc(sizeof(int64) * W.npartitions);
 	MemoryContextSwitchTo(old);
 	W.nmine = 0;
@@ -592,11 +599,81 @@ setup_consumer(void)
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("cannot assign Kafka partitions: %s", rd_kafka_err2str(err))));
 	}
+	for (p = 0; p < W.nmine; p++)
+	{
+		W.position[p] = W.next_offset[p];
+		W.woken_at[p] = -1;
+	}
 	W.last_metadata_check = GetCurrentTimestamp();
 	publish_partitions();
 	ereport(LOG,
 			(errmsg("stream_ext: Kafka source \"%s\" worker %d consuming %d of %d partitions of topic \"%s\"",
 					W.name, W.args.worker, W.nmine, W.npartitions, W.topic)));
+}
+
+/* index in mine[] of one of my partitions, or -1 */
+static int
+mine_index(int32 partition)
+{
+	int			i = partition / W.args.nworkers;
+
+	if (partition >= 0 && i < W.nmine && W.mine[i] == partition)
+		return i;
+	return -1;
+}
+
+/*
+ * The local queue ran dry: make sure librdkafka is fetching.
+ *
+ * librdkafka 2.0 stops fetching while its consumer queue holds
+ * queued.min.messages (or queued.max.messages.kbytes) and decides to fetch
+ * again only when its broker thread next wakes up: on I/O, on an operation
+ * queued for it, or after up to a second (librdkafka 2.1 made this
+ * fetch.queue.backoff.ms).  A worker that drains those messages faster
+ * than that would wait for the rest of the second.  So when a partition is
+ * known to have more messages on the broker (its high watermark, as of the
+ * last fetch, is beyond what we polled), ask the broker for the
+ * partition's offsets: the request is queued for that broker's thread,
+ * which wakes up and fetches.  (Resuming the partitions, though never
+ * paused, would wake it too, but librdkafka before 2.4 then restarts the
+ * fetch from the offset the partition was assigned at: every message since
+ * would be read, and applied, again.)
+ *
+ * At most one round per batch, and once per position of a partition: a
+ * worker that is caught up sends nothing, nor does one whose partition's
+ * high watermark stays beyond the last message (a transaction marker).
+ */
+static void
+wake_fetcher(void)
+{
+	int			i;
+
+	for (i = 0; i < W.nmine; i++)
+	{
+		int64_t		lo,
+					hi;
+
+		if (W.woken_at[i] == W.position[i] ||
+			rd_kafka_get_watermark_offsets(W.rk, W.topic, W.mine[i], &lo, &hi) !=
+			RD_KAFKA_RESP_ERR_NO_ERROR || hi <= W.position[i])
+			continue;
+		W.woken_at[i] = W.position[i];
+		if (rd_kafka_query_watermark_offsets(W.rk, W.topic, W.mine[i], &lo, &hi,
+											 WAKE_TIMEOUT_MS) != RD_KAFKA_RESP_ERR_NO_ERROR)
+			break;				/* the broker does not answer: no use */
+		W.high_watermark[i] = hi;
+	}
+}
+
+/* add a polled message to the batch, and advance its partition's position */
+static inline void
+add_message(rd_kafka_message_t *m)
+{
+	int			i;
+
+	W.msgs[W.nmsgs++] = m;
+	if (!m->err && (i = mine_index(m->partition)) >= 0 && m->offset >= W.position[i])
+		W.position[i] = m->offset + 1;
 }
 
 /*
@@ -610,30 +687,44 @@ consume_batch(void)
 {
 	rd_kafka_message_t *m;
 	TimestampTz deadline;
+	bool		woken = false;
 	int			i,
 				keep;
 
 	W.nmsgs = 0;
-	m = rd_kafka_consumer_poll(W.rk, IDLE_POLL_MS);
+	m = rd_kafka_consumer_poll(W.rk, 0);
+	if (m == NULL)
+	{
+		wake_fetcher();
+		woken = true;
+		m = rd_kafka_consumer_poll(W.rk, IDLE_POLL_MS);
+	}
 	if (m == NULL)
 		return;
-	W.msgs[W.nmsgs++] = m;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), W.opts.max_wait_ms);
+	add_message(m);
+	W.batch_started = GetCurrentTimestamp();
+	deadline = TimestampTzPlusMilliseconds(W.batch_started, W.opts.max_wait_ms);
 	while (W.nmsgs < W.opts.batch_size)
 	{
 		/* whatever is already queued, without waiting */
 		m = rd_kafka_consumer_poll(W.rk, 0);
 		if (m == NULL)
 		{
-			long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			long		remaining;
 
+			if (!woken)
+			{
+				wake_fetcher();
+				woken = true;
+			}
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining <= 0)
 				break;
 			m = rd_kafka_consumer_poll(W.rk, (int) remaining);
 			if (m == NULL)
 				break;
 		}
-		W.msgs[W.nmsgs++] = m;
+		add_message(m);
 		/* a steady trickle must not hold the batch past its deadline */
 		if ((W.nmsgs & 1023) == 0 && GetCurrentTimestamp() >= deadline)
 			break;
@@ -1137,6 +1228,14 @@ worker_iteration(void)
 			return false;
 		}
 		free_batch_messages();
+		now = GetCurrentTimestamp();
+		ereport(DEBUG2,
+				(errmsg_internal("stream_ext: Kafka source \"%s\" worker %d: batch of %d messages: %ld ms waiting for the first, %ld ms collecting and applying",
+								 W.name, W.args.worker, n,
+								 W.batch_done == 0 ? -1L :
+								 TimestampDifferenceMilliseconds(W.batch_done, W.batch_started),
+								 TimestampDifferenceMilliseconds(W.batch_started, now))));
+		W.batch_done = now;
 		LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
 		W.slot->messages += n;
 		W.slot->bytes += n_bytes;
