@@ -117,6 +117,7 @@ typedef struct Worker
 	int64	   *next_offset;	/* stored (committed) next offset per mine[] */
 	int64	   *position;		/* next offset to poll per mine[] */
 	int64	   *woken_at;		/* position at the last wake_fetcher() */
+	int64	   *taken;			/* scratch: next offset the batch may take */
 	int64	   *high_watermark;
 
 	/* the batch */
@@ -541,6 +542,7 @@ setup_consumer(void)
 	W.next_offset = palloc(sizeof(int64) * W.npartitions);
 	W.position = palloc(sizeof(int64) * W.npartitions);
 	W.woken_at = palloc(sizeof(int64) * W.npartitions);
+	W.taken = palloc(sizeof(int64) * W.npartitions);
 	W.high_watermark = palloc(sizeof(int64) * W.npartitions);
 	MemoryContextSwitchTo(old);
 	W.nmine = 0;
@@ -689,7 +691,8 @@ consume_batch(void)
 	TimestampTz deadline;
 	bool		woken = false;
 	int			i,
-				keep;
+				keep,
+				nold;
 
 	W.nmsgs = 0;
 	m = rd_kafka_consumer_poll(W.rk, 0);
@@ -730,11 +733,24 @@ consume_batch(void)
 			break;
 	}
 
-	/* consumer errors travel as messages: record, drop */
+	/*
+	 * Consumer errors travel as messages: record, drop.  So do messages
+	 * read before: below the partition's stored offset (applied by an
+	 * earlier batch) or not beyond the last one taken into this batch.
+	 * librdkafka should never deliver them, but exactly-once must not
+	 * depend on it (librdkafka < 2.4 does after resuming a partition that
+	 * was not paused).  Offsets also go backwards when a topic is deleted
+	 * and created again under the same name: its messages below the stored
+	 * offsets are dropped too, and logged.
+	 */
+	for (i = 0; i < W.nmine; i++)
+		W.taken[i] = W.next_offset[i];
 	keep = 0;
+	nold = 0;
 	for (i = 0; i < W.nmsgs; i++)
 	{
 		rd_kafka_message_t *m = W.msgs[i];
+		int			p;
 
 		if (m->err)
 		{
@@ -746,9 +762,24 @@ consume_batch(void)
 			rd_kafka_message_destroy(m);
 			continue;
 		}
+		if ((p = mine_index(m->partition)) >= 0)
+		{
+			if (m->offset < W.taken[p])
+			{
+				nold++;
+				rd_kafka_message_destroy(m);
+				continue;
+			}
+			W.taken[p] = m->offset + 1;
+		}
 		W.msgs[keep++] = m;
 	}
 	W.nmsgs = keep;
+	if (nold > 0)
+		ereport(LOG,
+				(errmsg("stream_ext: Kafka source \"%s\" worker %d dropped %d messages read before",
+						W.name, W.args.worker, nold),
+				 errdetail("Their offsets are below the next offset stored for their partition, or repeat offsets of the batch.")));
 }
 
 /* ----------------------------------------------------------------
