@@ -37,6 +37,10 @@
  */
 #include "postgres.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xact.h"
@@ -125,6 +129,7 @@ typedef struct Worker
 	int			nmsgs;
 	TimestampTz batch_started;	/* when its first message was polled */
 	TimestampTz batch_done;		/* when the previous batch was applied */
+	bool		trimmed;		/* memory given back since that batch */
 
 	MemoryContext source_cxt;
 	MemoryContext batch_cxt;
@@ -667,6 +672,25 @@ wake_fetcher(void)
 	}
 }
 
+/*
+ * Nothing came for IDLE_POLL_MS: give freed memory back to the OS, once per
+ * idle period.  librdkafka's fetcher allocates the prefetched messages in
+ * its own thread's malloc arena; glibc returns an arena's free memory only
+ * from its top, so after a burst the worker would otherwise keep, for
+ * good, a varying part of the prefetch queue's high-water mark (the steps
+ * of its memory over long runs; docs/kafka.md).
+ */
+static void
+release_idle_memory(void)
+{
+	if (W.trimmed)
+		return;
+	W.trimmed = true;
+#ifdef __GLIBC__
+	(void) malloc_trim(0);
+#endif
+}
+
 /* add a polled message to the batch, and advance its partition's position */
 static inline void
 add_message(rd_kafka_message_t *m)
@@ -703,7 +727,11 @@ consume_batch(void)
 		m = rd_kafka_consumer_poll(W.rk, IDLE_POLL_MS);
 	}
 	if (m == NULL)
+	{
+		release_idle_memory();
 		return;
+	}
+	W.trimmed = false;
 	add_message(m);
 	W.batch_started = GetCurrentTimestamp();
 	deadline = TimestampTzPlusMilliseconds(W.batch_started, W.opts.max_wait_ms);
