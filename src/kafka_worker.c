@@ -121,6 +121,10 @@ typedef struct Worker
 	int64	   *next_offset;	/* stored (committed) next offset per mine[] */
 	int64	   *position;		/* next offset to poll per mine[] */
 	int64	   *woken_at;		/* position at the last wake_fetcher() */
+	int64		queue_min_msgs; /* librdkafka's queued.min.messages */
+	int64		queue_max_bytes;	/* and queued.max.messages.kbytes */
+	bool		queue_filled;	/* was near either since the last wake */
+	double		avg_msg_len;	/* of the last batch */
 	int64	   *taken;			/* scratch: next offset the batch may take */
 	int64	   *high_watermark;
 
@@ -515,6 +519,18 @@ resolve_start_offset(int32 partition)
 	}
 }
 
+/* an integer property of a librdkafka configuration */
+static int64
+conf_int(const rd_kafka_conf_t *conf, const char *name, int64 dflt)
+{
+	char		buf[64];
+	size_t		len = sizeof(buf);
+
+	if (rd_kafka_conf_get(conf, name, buf, &len) != RD_KAFKA_CONF_OK)
+		return dflt;
+	return strtoll(buf, NULL, 10);
+}
+
 /*
  * Create the consumer, find my partitions, and assign them at their stored
  * offsets (resolving and storing the start offset of new partitions).
@@ -539,6 +555,10 @@ setup_consumer(void)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("cannot create Kafka consumer: %s", errstr)));
 	rd_kafka_poll_set_consumer(W.rk);
+	W.rkq = rd_kafka_queue_get_consumer(W.rk);
+	W.queue_min_msgs = conf_int(rd_kafka_conf(W.rk), "queued.min.messages", 100000);
+	W.queue_max_bytes = conf_int(rd_kafka_conf(W.rk), "queued.max.messages.kbytes", 65536) * 1024;
+	W.queue_filled = false;
 
 	W.npartitions = topic_partition_count(5000);
 
@@ -637,24 +657,34 @@ mine_index(int32 partition)
  * again only when its broker thread next wakes up: on I/O, on an operation
  * queued for it, or after up to a second (librdkafka 2.1 made this
  * fetch.queue.backoff.ms).  A worker that drains those messages faster
- * than that would wait for the rest of the second.  So when a partition is
+ * than that would wait for the rest of the second.  So when the queue was
+ * (nearly) full since the last wake-up and is now empty, and a partition is
  * known to have more messages on the broker (its high watermark, as of the
- * last fetch, is beyond what we polled), ask the broker for the
- * partition's offsets: the request is queued for that broker's thread,
- * which wakes up and fetches.  (Resuming the partitions, though never
- * paused, would wake it too, but librdkafka before 2.4 then restarts the
- * fetch from the offset the partition was assigned at: every message since
- * would be read, and applied, again.)
+ * last fetch, is beyond what we polled), seek that partition to where we
+ * are: nothing is skipped or read twice, and the seek wakes the broker
+ * thread, which fetches at once.
  *
- * At most one round per batch, and once per position of a partition: a
- * worker that is caught up sends nothing, nor does one whose partition's
- * high watermark stays beyond the last message (a transaction marker).
+ * It must not block: a synchronous request (say, for the partition's
+ * offsets) waits far beyond its timeout while the broker is down, and the
+ * worker would stop noticing anything.  Nor resume the partitions, though
+ * never paused: librdkafka before 2.4 then restarts the fetch from the
+ * offset the partition was assigned at, and everything since is read
+ * again.  A seek purges what was fetched for the partition and not yet
+ * polled, hence only with the queue empty, and not while it never came
+ * near the thresholds (then the fetcher is busy and a fetch may be under
+ * way).  Once per position of a partition: a worker that is caught up
+ * seeks nothing, nor does one whose partition's high watermark stays
+ * beyond the last message (a transaction marker).
  */
 static void
 wake_fetcher(void)
 {
+	rd_kafka_topic_partition_list_t *seek = NULL;
 	int			i;
 
+	if (!W.queue_filled)
+		return;
+	W.queue_filled = false;
 	for (i = 0; i < W.nmine; i++)
 	{
 		int64_t		lo,
@@ -665,10 +695,18 @@ wake_fetcher(void)
 			RD_KAFKA_RESP_ERR_NO_ERROR || hi <= W.position[i])
 			continue;
 		W.woken_at[i] = W.position[i];
-		if (rd_kafka_query_watermark_offsets(W.rk, W.topic, W.mine[i], &lo, &hi,
-											 WAKE_TIMEOUT_MS) != RD_KAFKA_RESP_ERR_NO_ERROR)
-			break;				/* the broker does not answer: no use */
-		W.high_watermark[i] = hi;
+		if (seek == NULL)
+			seek = rd_kafka_topic_partition_list_new(W.nmine);
+		rd_kafka_topic_partition_list_add(seek, W.topic, W.mine[i])->offset =
+			W.position[i];
+	}
+	if (seek != NULL)
+	{
+		rd_kafka_error_t *error = rd_kafka_seek_partitions(W.rk, seek, 0);
+
+		if (error != NULL)
+			rd_kafka_error_destroy(error);
+		rd_kafka_topic_partition_list_destroy(seek);
 	}
 }
 
@@ -676,9 +714,9 @@ wake_fetcher(void)
  * Nothing came for IDLE_POLL_MS: give freed memory back to the OS, once per
  * idle period.  librdkafka's fetcher allocates the prefetched messages in
  * its own thread's malloc arena; glibc returns an arena's free memory only
- * from its top, so after a burst the worker would otherwise keep, for
- * good, a varying part of the prefetch queue's high-water mark (the steps
- * of its memory over long runs; docs/kafka.md).
+ * from its top, so after a burst the worker would otherwise keep a
+ * varying part of the prefetch queue's high-water mark (docs/kafka.md,
+ * "Worker memory over long runs").
  */
 static void
 release_idle_memory(void)
@@ -719,6 +757,15 @@ consume_batch(void)
 				nold;
 
 	W.nmsgs = 0;
+	if (W.rkq != NULL)
+	{
+		/* what we take before looking again counts, hence + batch_size */
+		double		queued = (double) rd_kafka_queue_length(W.rkq) + W.opts.batch_size;
+
+		if (queued >= W.queue_min_msgs ||
+			queued * W.avg_msg_len >= W.queue_max_bytes)
+			W.queue_filled = true;
+	}
 	m = rd_kafka_consumer_poll(W.rk, 0);
 	if (m == NULL)
 	{
@@ -1295,6 +1342,7 @@ worker_iteration(void)
 								 TimestampDifferenceMilliseconds(W.batch_done, W.batch_started),
 								 TimestampDifferenceMilliseconds(W.batch_started, now))));
 		W.batch_done = now;
+		W.avg_msg_len = (double) n_bytes / n;
 		LWLockAcquire(kafka_shared->lock, LW_EXCLUSIVE);
 		W.slot->messages += n;
 		W.slot->bytes += n_bytes;
