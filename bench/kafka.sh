@@ -279,6 +279,8 @@ anon_peak=$(cat "$work/peak" 2>/dev/null || echo "?")
 rss2=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
 anon2=$(awk '/RssAnon/ { print $2 }' "/proc/$pid/status")
 total_rss=$((MSGS * RSS_PASSES))
+# its workers would keep the database busy (the next run drops it)
+q "SELECT stream_ext.drop_source('rss_src'), stream_ext.drop_source('lat_src')" >/dev/null
 
 {
 	echo "### Kafka ingest"
