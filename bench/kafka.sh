@@ -31,7 +31,10 @@
 #   memory      the worker's private memory (RssAnon) and VmRSS after the
 #               first pass and after all BENCH_KAFKA_RSS_PASSES passes
 #               (VmRSS also counts the shared buffers the worker touched),
-#               and Pss_Anon from /proc/PID/smaps_rollup after every pass.
+#               and Pss_Anon from /proc/PID/smaps_rollup after every pass,
+#               0.6 s later (idle), and its peak (sampled every 0.1 s);
+#               BENCH_KAFKA_RSS_OPTIONS: the source's options (JSON) for
+#               this run, e.g. '{"queued.min.messages": 20000}'.
 #
 # Writes $BENCH_RESULTS_DIR/kafka.md (and kafka.tsv); prints the tables.
 # Reports figures and ratios; exits non-zero only when something broke.
@@ -49,6 +52,7 @@ REPS=${BENCH_REPS:-3}
 RATE=${BENCH_KAFKA_RATE:-2000}
 SECS=${BENCH_KAFKA_SECONDS:-10}
 RSS_PASSES=${BENCH_KAFKA_RSS_PASSES:-6}
+RSS_OPTIONS=${BENCH_KAFKA_RSS_OPTIONS:-"{}"}
 DB=bench_kafka
 
 log() { printf 'bench/kafka: %s\n' "$*" >&2; }
@@ -248,7 +252,7 @@ got=$(q "SELECT c FROM lat_v")
 # ---- worker memory over a long run ----------------------------------------------
 log "memory: $RSS_PASSES passes of $MSGS messages through one worker"
 fresh_stream
-q "SELECT stream_ext.create_kafka_source('rss_src', 'ev', '$BS', 'rss', 'csv')" >/dev/null
+q "SELECT stream_ext.create_kafka_source('rss_src', 'ev', '$BS', 'rss', 'csv', '$RSS_OPTIONS')" >/dev/null
 q "SELECT stream_ext.start_source('rss_src')" >/dev/null
 produce4 rss "$work/csv.txt"
 wait_stored rss_src "$MSGS"
@@ -256,15 +260,27 @@ pid=$(q "SELECT w.pid FROM stream_ext.kafka_worker_stats() w JOIN stream_ext.kaf
 rss1=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
 anon1=$(awk '/RssAnon/ { print $2 }' "/proc/$pid/status")
 pss_anon() { awk '/^Pss_Anon/ { print $2 }' "/proc/$pid/smaps_rollup"; }
+# the peak, sampled every 0.1 s while the passes run
+(peak=0; while [[ -e /proc/$pid ]]; do v=$(pss_anon 2>/dev/null || echo 0); ((v > peak)) && { peak=$v; echo "$peak" >"$work/peak"; }; sleep 0.1; done) &
+sampler=$!
 anon_series=$(pss_anon)
+sleep 0.6						# idle: the worker gives freed memory back
+idle_series=$(pss_anon)
 for pass in $(seq 2 "$RSS_PASSES"); do
 	produce4 rss "$work/csv.txt"
 	wait_stored rss_src $((MSGS * pass))
 	anon_series="$anon_series $(pss_anon)"
+	sleep 0.6
+	idle_series="$idle_series $(pss_anon)"
 done
+kill "$sampler" 2>/dev/null || true
+wait "$sampler" 2>/dev/null || true
+anon_peak=$(cat "$work/peak" 2>/dev/null || echo "?")
 rss2=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
 anon2=$(awk '/RssAnon/ { print $2 }' "/proc/$pid/status")
 total_rss=$((MSGS * RSS_PASSES))
+# its workers would keep the database busy (the next run drops it)
+q "SELECT stream_ext.drop_source('rss_src'), stream_ext.drop_source('lat_src')" >/dev/null
 
 {
 	echo "### Kafka ingest"
@@ -286,7 +302,9 @@ total_rss=$((MSGS * RSS_PASSES))
 	echo "Produce -> visible latency at $RATE msg/s for $SECS s ($total messages, default batch_size/max_wait_ms):"
 	echo "median ${lat_med} ms, p99 ${lat_p99} ms, max ${lat_max} ms."
 	echo
-	echo "Worker private memory (RssAnon): ${anon1} kB after $MSGS messages, ${anon2} kB after $total_rss."
+	echo "Worker private memory (RssAnon): ${anon1} kB after $MSGS messages, ${anon2} kB after $total_rss (source options: $RSS_OPTIONS)."
 	echo "Worker Pss_Anon (smaps_rollup) after each pass of $MSGS, kB: ${anon_series}."
+	echo "The same 0.6 s later (the worker idle), kB: ${idle_series}."
+	echo "Highest Pss_Anon sampled (every 0.1 s) during the passes: ${anon_peak} kB."
 	echo "Worker VmRSS: ${rss1} kB and ${rss2} kB (includes the shared buffers it touched: up to shared_buffers)."
 } | tee "$OUT/kafka.md"

@@ -37,6 +37,10 @@
  */
 #include "postgres.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xact.h"
@@ -67,6 +71,7 @@
 #define BATCH_ENR_NAME	"stream_ext_batch"
 #define ROW_ENR_NAME	"stream_ext_row"
 #define IDLE_POLL_MS	250
+#define WAKE_TIMEOUT_MS	100
 #define STATE_CHECK_MS	1000
 #define METADATA_CHECK_MS 30000
 
@@ -109,11 +114,21 @@ typedef struct Worker
 	int			nmine;
 	int32	   *mine;			/* my partitions */
 	int64	   *next_offset;	/* stored (committed) next offset per mine[] */
+	int64	   *position;		/* next offset to poll per mine[] */
+	int64	   *woken_at;		/* position at the last wake_fetcher() */
+	int64		queue_min_msgs; /* librdkafka's queued.min.messages */
+	int64		queue_max_bytes;	/* and queued.max.messages.kbytes */
+	bool		queue_filled;	/* was near either since the last wake */
+	double		avg_msg_len;	/* of the last batch */
+	int64	   *taken;			/* scratch: next offset the batch may take */
 	int64	   *high_watermark;
 
 	/* the batch */
 	rd_kafka_message_t **msgs;
 	int			nmsgs;
+	TimestampTz batch_started;	/* when its first message was polled */
+	TimestampTz batch_done;		/* when the previous batch was applied */
+	bool		trimmed;		/* memory given back since that batch */
 
 	MemoryContext source_cxt;
 	MemoryContext batch_cxt;
@@ -337,6 +352,18 @@ resolve_start_offset(int32 partition)
 	}
 }
 
+/* an integer property of a librdkafka configuration */
+static int64
+conf_int(const rd_kafka_conf_t *conf, const char *name, int64 dflt)
+{
+	char		buf[64];
+	size_t		len = sizeof(buf);
+
+	if (rd_kafka_conf_get(conf, name, buf, &len) != RD_KAFKA_CONF_OK)
+		return dflt;
+	return strtoll(buf, NULL, 10);
+}
+
 /*
  * Create the consumer, find my partitions, and assign them at their stored
  * offsets (resolving and storing the start offset of new partitions).
@@ -361,12 +388,19 @@ setup_consumer(void)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("cannot create Kafka consumer: %s", errstr)));
 	rd_kafka_poll_set_consumer(W.rk);
+	W.rkq = rd_kafka_queue_get_consumer(W.rk);
+	W.queue_min_msgs = conf_int(rd_kafka_conf(W.rk), "queued.min.messages", 100000);
+	W.queue_max_bytes = conf_int(rd_kafka_conf(W.rk), "queued.max.messages.kbytes", 65536) * 1024;
+	W.queue_filled = false;
 
 	W.npartitions = topic_partition_count(5000);
 
 	old = MemoryContextSwitchTo(W.source_cxt);
 	W.mine = palloc(sizeof(int32) * W.npartitions);
 	W.next_offset = palloc(sizeof(int64) * W.npartitions);
+	W.position = palloc(sizeof(int64) * W.npartitions);
+	W.woken_at = palloc(sizeof(int64) * W.npartitions);
+	W.taken = palloc(sizeof(int64) * W.npartitions);
 	W.high_watermark = palloc(sizeof(int64) * W.npartitions);
 	MemoryContextSwitchTo(old);
 	W.nmine = 0;
@@ -425,11 +459,118 @@ setup_consumer(void)
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("cannot assign Kafka partitions: %s", rd_kafka_err2str(err))));
 	}
+	for (p = 0; p < W.nmine; p++)
+	{
+		W.position[p] = W.next_offset[p];
+		W.woken_at[p] = -1;
+	}
 	W.last_metadata_check = GetCurrentTimestamp();
 	publish_partitions();
 	ereport(LOG,
 			(errmsg("stream_ext: Kafka source \"%s\" worker %d consuming %d of %d partitions of topic \"%s\"",
 					W.name, W.args.worker, W.nmine, W.npartitions, W.topic)));
+}
+
+/* index in mine[] of one of my partitions, or -1 */
+static int
+mine_index(int32 partition)
+{
+	int			i = partition / W.args.nworkers;
+
+	if (partition >= 0 && i < W.nmine && W.mine[i] == partition)
+		return i;
+	return -1;
+}
+
+/*
+ * The local queue ran dry: make sure librdkafka is fetching.
+ *
+ * librdkafka 2.0 stops fetching while its consumer queue holds
+ * queued.min.messages (or queued.max.messages.kbytes) and decides to fetch
+ * again only when its broker thread next wakes up: on I/O, on an operation
+ * queued for it, or after up to a second (librdkafka 2.1 made this
+ * fetch.queue.backoff.ms).  A worker that drains those messages faster
+ * than that would wait for the rest of the second.  So when the queue was
+ * (nearly) full since the last wake-up and is now empty, and a partition is
+ * known to have more messages on the broker (its high watermark, as of the
+ * last fetch, is beyond what we polled), seek that partition to where we
+ * are: nothing is skipped or read twice, and the seek wakes the broker
+ * thread, which fetches at once.
+ *
+ * It must not block: a synchronous request (say, for the partition's
+ * offsets) waits far beyond its timeout while the broker is down, and the
+ * worker would stop noticing anything.  Nor resume the partitions, though
+ * never paused: librdkafka before 2.4 then restarts the fetch from the
+ * offset the partition was assigned at, and everything since is read
+ * again.  A seek purges what was fetched for the partition and not yet
+ * polled, hence only with the queue empty, and not while it never came
+ * near the thresholds (then the fetcher is busy and a fetch may be under
+ * way).  Once per position of a partition: a worker that is caught up
+ * seeks nothing, nor does one whose partition's high watermark stays
+ * beyond the last message (a transaction marker).
+ */
+static void
+wake_fetcher(void)
+{
+	rd_kafka_topic_partition_list_t *seek = NULL;
+	int			i;
+
+	if (!W.queue_filled)
+		return;
+	W.queue_filled = false;
+	for (i = 0; i < W.nmine; i++)
+	{
+		int64_t		lo,
+					hi;
+
+		if (W.woken_at[i] == W.position[i] ||
+			rd_kafka_get_watermark_offsets(W.rk, W.topic, W.mine[i], &lo, &hi) !=
+			RD_KAFKA_RESP_ERR_NO_ERROR || hi <= W.position[i])
+			continue;
+		W.woken_at[i] = W.position[i];
+		if (seek == NULL)
+			seek = rd_kafka_topic_partition_list_new(W.nmine);
+		rd_kafka_topic_partition_list_add(seek, W.topic, W.mine[i])->offset =
+			W.position[i];
+	}
+	if (seek != NULL)
+	{
+		rd_kafka_error_t *error = rd_kafka_seek_partitions(W.rk, seek, 0);
+
+		if (error != NULL)
+			rd_kafka_error_destroy(error);
+		rd_kafka_topic_partition_list_destroy(seek);
+	}
+}
+
+/*
+ * Nothing came for IDLE_POLL_MS: give freed memory back to the OS, once per
+ * idle period.  librdkafka's fetcher allocates the prefetched messages in
+ * its own thread's malloc arena; glibc returns an arena's free memory only
+ * from its top, so after a burst the worker would otherwise keep a
+ * varying part of the prefetch queue's high-water mark (docs/kafka.md,
+ * "Worker memory over long runs").
+ */
+static void
+release_idle_memory(void)
+{
+	if (W.trimmed)
+		return;
+	W.trimmed = true;
+#ifdef __GLIBC__
+	(void) malloc_trim(0);
+#endif
+}
+
+/* add a polled message to the batch, and advance its partition's position */
+static inline void
+add_message(rd_kafka_message_t *m)
+{
+	int			i;
+
+	W.msgs[W.nmsgs++] = m;
+	if (!m->err && (i = mine_index(m->partition)) >= 0 && m->offset >= W.position[i])
+		W.position[i] = m->offset + 1;
 }
 
 /*
@@ -443,40 +584,81 @@ consume_batch(void)
 {
 	rd_kafka_message_t *m;
 	TimestampTz deadline;
+	bool		woken = false;
 	int			i,
-				keep;
+				keep,
+				nold;
 
 	W.nmsgs = 0;
-	m = rd_kafka_consumer_poll(W.rk, IDLE_POLL_MS);
+	if (W.rkq != NULL)
+	{
+		/* what we take before looking again counts, hence + batch_size */
+		double		queued = (double) rd_kafka_queue_length(W.rkq) + W.opts.batch_size;
+
+		if (queued >= W.queue_min_msgs ||
+			queued * W.avg_msg_len >= W.queue_max_bytes)
+			W.queue_filled = true;
+	}
+	m = rd_kafka_consumer_poll(W.rk, 0);
 	if (m == NULL)
+	{
+		wake_fetcher();
+		woken = true;
+		m = rd_kafka_consumer_poll(W.rk, IDLE_POLL_MS);
+	}
+	if (m == NULL)
+	{
+		release_idle_memory();
 		return;
-	W.msgs[W.nmsgs++] = m;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), W.opts.max_wait_ms);
+	}
+	W.trimmed = false;
+	add_message(m);
+	W.batch_started = GetCurrentTimestamp();
+	deadline = TimestampTzPlusMilliseconds(W.batch_started, W.opts.max_wait_ms);
 	while (W.nmsgs < W.opts.batch_size)
 	{
 		/* whatever is already queued, without waiting */
 		m = rd_kafka_consumer_poll(W.rk, 0);
 		if (m == NULL)
 		{
-			long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			long		remaining;
 
+			if (!woken)
+			{
+				wake_fetcher();
+				woken = true;
+			}
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining <= 0)
 				break;
 			m = rd_kafka_consumer_poll(W.rk, (int) remaining);
 			if (m == NULL)
 				break;
 		}
-		W.msgs[W.nmsgs++] = m;
+		add_message(m);
 		/* a steady trickle must not hold the batch past its deadline */
 		if ((W.nmsgs & 1023) == 0 && GetCurrentTimestamp() >= deadline)
 			break;
 	}
 
-	/* consumer errors travel as messages: record, drop */
+	/*
+	 * Consumer errors travel as messages: record, drop.  So do messages
+	 * read before: below the partition's stored offset (applied by an
+	 * earlier batch) or not beyond the last one taken into this batch.
+	 * librdkafka should never deliver them, but exactly-once must not
+	 * depend on it (librdkafka < 2.4 does after resuming a partition that
+	 * was not paused).  Offsets also go backwards when a topic is deleted
+	 * and created again under the same name: its messages below the stored
+	 * offsets are dropped too, and logged.
+	 */
+	for (i = 0; i < W.nmine; i++)
+		W.taken[i] = W.next_offset[i];
 	keep = 0;
+	nold = 0;
 	for (i = 0; i < W.nmsgs; i++)
 	{
 		rd_kafka_message_t *m = W.msgs[i];
+		int			p;
 
 		if (m->err)
 		{
@@ -488,9 +670,24 @@ consume_batch(void)
 			rd_kafka_message_destroy(m);
 			continue;
 		}
+		if ((p = mine_index(m->partition)) >= 0)
+		{
+			if (m->offset < W.taken[p])
+			{
+				nold++;
+				rd_kafka_message_destroy(m);
+				continue;
+			}
+			W.taken[p] = m->offset + 1;
+		}
 		W.msgs[keep++] = m;
 	}
 	W.nmsgs = keep;
+	if (nold > 0)
+		ereport(LOG,
+				(errmsg("stream_ext: Kafka source \"%s\" worker %d dropped %d messages read before",
+						W.name, W.args.worker, nold),
+				 errdetail("Their offsets are below the next offset stored for their partition, or repeat offsets of the batch.")));
 }
 
 /* ----------------------------------------------------------------
@@ -951,6 +1148,15 @@ worker_iteration(void)
 			return false;
 		}
 		free_batch_messages();
+		now = GetCurrentTimestamp();
+		ereport(DEBUG2,
+				(errmsg_internal("stream_ext: Kafka source \"%s\" worker %d: batch of %d messages: %ld ms waiting for the first, %ld ms collecting and applying",
+								 W.name, W.args.worker, n,
+								 W.batch_done == 0 ? -1L :
+								 TimestampDifferenceMilliseconds(W.batch_done, W.batch_started),
+								 TimestampDifferenceMilliseconds(W.batch_started, now))));
+		W.batch_done = now;
+		W.avg_msg_len = (double) n_bytes / n;
 		LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
 		W.slot->messages += n;
 		W.slot->bytes += n_bytes;
