@@ -144,12 +144,6 @@ typedef struct Worker
 
 static Worker W;
 
-/* helpers shared with sinks (kafka_common.c), under this file's short names */
-#define begin_xact()	kafka_begin_xact()
-#define commit_xact()	kafka_commit_xact()
-#define catalog_exec	kafka_worker_exec
-#define rk_error_cb		kafka_error_cb
-
 /* ----------------------------------------------------------------
  * Shared memory slot
  * ----------------------------------------------------------------
@@ -214,14 +208,14 @@ load_source(void)
 	MemoryContext old;
 	int			i;
 
-	begin_xact();
+	kafka_begin_xact();
 	if (!kafka_worker_is_running(false))
 	{
-		commit_xact();
+		kafka_commit_xact();
 		return false;
 	}
 	args[0] = Int32GetDatum(W.args.source_id);
-	catalog_exec("SELECT name, stream::oid, brokers, topic, format, options "
+	kafka_worker_exec("SELECT name, stream::oid, brokers, topic, format, options "
 				 "FROM stream_ext.kafka_sources WHERE id = $1",
 				 1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -248,7 +242,7 @@ load_source(void)
 	W.msgs = palloc0(sizeof(rd_kafka_message_t *) * W.opts.batch_size);
 	MemoryContextSwitchTo(old);
 
-	commit_xact();
+	kafka_commit_xact();
 	pgstat_report_appname(psprintf("stream_ext source %s", W.name));
 	return true;
 }
@@ -381,7 +375,7 @@ setup_consumer(void)
 	MemoryContext old;
 
 	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id);
-	rd_kafka_conf_set_error_cb(conf, rk_error_cb);
+	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
 	W.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
 	if (W.rk == NULL)
 		ereport(ERROR,
@@ -414,9 +408,9 @@ setup_consumer(void)
 		}
 
 	/* stored offsets */
-	begin_xact();
+	kafka_begin_xact();
 	args[0] = CStringGetTextDatum(W.name);
-	catalog_exec("SELECT partition, next_offset FROM stream_ext.kafka_offsets "
+	kafka_worker_exec("SELECT partition, next_offset FROM stream_ext.kafka_offsets "
 								"WHERE source = $1", 1, argtypes, args, NULL, true, 0,
 				 SPI_OK_SELECT);
 	for (i = 0; i < (int) SPI_processed; i++)
@@ -438,13 +432,13 @@ setup_consumer(void)
 		args[1] = Int32GetDatum(W.mine[p]);
 		args[2] = Int64GetDatum(W.next_offset[p]);
 		args[3] = Int64GetDatum(W.next_offset[p]);
-		catalog_exec("INSERT INTO stream_ext.kafka_offsets "
+		kafka_worker_exec("INSERT INTO stream_ext.kafka_offsets "
 									"(source, partition, next_offset, high_watermark) "
 									"VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
 									4, argtypes, args, NULL, false, 0,
 					 SPI_OK_INSERT);
 	}
-	commit_xact();
+	kafka_commit_xact();
 
 	assign = rd_kafka_topic_partition_list_new(Max(W.nmine, 1));
 	for (p = 0; p < W.nmine; p++)
@@ -741,7 +735,7 @@ insert_dead_letter(rd_kafka_message_t *m, const char *error)
 	else
 		nulls[4] = 'n';
 	args[5] = CStringGetTextDatum(error);
-	catalog_exec("INSERT INTO stream_ext.dead_letters "
+	kafka_worker_exec("INSERT INTO stream_ext.dead_letters "
 								"(source, partition, \"offset\", key, payload, error) "
 								"VALUES ($1, $2, $3, $4, $5, $6)",
 								6, argtypes, args, nulls, false, 0,
@@ -847,10 +841,10 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	*n_errors = *n_dead = *n_bytes = 0;
 	MemoryContextReset(W.batch_cxt);
 
-	begin_xact();
+	kafka_begin_xact();
 	if (!kafka_worker_is_running(true))
 	{
-		commit_xact();
+		kafka_commit_xact();
 		return BATCH_SOURCE_GONE;
 	}
 
@@ -1034,7 +1028,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 			args[3] = Int64GetDatum(Max(W.high_watermark[i], batch_next[i]));
 		else
 			nulls[3] = 'n';
-		catalog_exec("INSERT INTO stream_ext.kafka_offsets AS o "
+		kafka_worker_exec("INSERT INTO stream_ext.kafka_offsets AS o "
 									"(source, partition, next_offset, high_watermark) "
 									"VALUES ($1, $2, $3, $4) "
 									"ON CONFLICT (source, partition) DO UPDATE "
@@ -1045,7 +1039,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 					 SPI_OK_INSERT);
 	}
 
-	commit_xact();
+	kafka_commit_xact();
 
 	/* committed: now the in-memory offsets may move */
 	for (i = 0; i < W.nmine; i++)
@@ -1061,15 +1055,15 @@ mark_source_failed(const char *error)
 	Oid			argtypes[2] = {INT4OID, TEXTOID};
 	Datum		args[2];
 
-	begin_xact();
+	kafka_begin_xact();
 	args[0] = Int32GetDatum(W.args.source_id);
 	args[1] = CStringGetTextDatum(error);
-	catalog_exec("UPDATE stream_ext.kafka_sources "
+	kafka_worker_exec("UPDATE stream_ext.kafka_sources "
 								"SET state = 'failed', last_error = $2, updated_at = now() "
 								"WHERE id = $1 AND state = 'running'",
 								2, argtypes, args, NULL, false, 0,
 				 SPI_OK_UPDATE);
-	commit_xact();
+	kafka_commit_xact();
 }
 
 /* ----------------------------------------------------------------
