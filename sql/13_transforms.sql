@@ -76,6 +76,8 @@ SELECT output_table AS late_table FROM stream_ext.transform_catalog
  WHERE transform = 'tr_late'::regclass \gset
 DELETE FROM :late_table;
 ALTER VIEW tr_late RENAME TO tr_late2;
+ALTER VIEW tr_late SET (security_barrier = true);
+ALTER VIEW tr_late RENAME COLUMN user_id TO uid;
 
 -- bad input: errors at CREATE time, nothing half-created
 CREATE TABLE tr_plain (url text);

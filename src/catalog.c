@@ -142,6 +142,15 @@ catalog_is_matrel(Oid relid)
 							 relid, false) > 0;
 }
 
+/* the view relation of a continuous transform? */
+bool
+catalog_is_transform(Oid relid)
+{
+	return has_transform_catalog() &&
+		catalog_query_oid("SELECT 1 FROM stream_ext.transform_catalog WHERE transform = $1",
+						  relid, false) > 0;
+}
+
 /* read by continuous views or transforms, or written by transforms? */
 bool
 catalog_stream_has_views(Oid relid)

@@ -32,6 +32,7 @@ extern bool stream_ext_installed(void);
 
 extern bool catalog_is_stream(Oid relid);
 extern bool catalog_is_matrel(Oid relid);
+extern bool catalog_is_transform(Oid relid);
 extern bool catalog_stream_has_views(Oid relid);
 extern char *catalog_view_in_schema(Oid nspid);
 extern List *catalog_view_owners(Oid relid);

@@ -565,6 +565,12 @@ check_alter(Node *parsetree)
 
 		if (!OidIsValid(relid))
 			return;
+		if (stream_ext_maintenance_depth == 0 && catalog_is_transform(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot alter continuous transform \"%s\"",
+							stmt->relation->relname),
+					 errhint("Drop the transform and create it again.")));
 		if (stream_ext_maintenance_depth == 0 && catalog_is_matrel(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -626,6 +632,20 @@ check_alter(Node *parsetree)
 		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 		if (!OidIsValid(relid))
 			return;
+		if (catalog_is_transform(relid))
+		{
+			if (stmt->renameType == OBJECT_COLUMN)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename column \"%s\" of continuous transform \"%s\"",
+								stmt->subname, stmt->relation->relname),
+						 errhint("Drop the transform and create it again.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot rename continuous transform \"%s\"",
+							stmt->relation->relname),
+					 errhint("Drop the transform and create it again.")));
+		}
 		if (catalog_is_matrel(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
