@@ -63,10 +63,17 @@ my $node = stream_ext_node(
 sub sql { $node->safe_psql('postgres', $_[0]) }
 
 # A small prefetch (64 kB) and small batches: the backlog stays on the
-# broker, so the worker needs it to go on.
+# broker, so the worker needs it to go on.  A statement trigger that sleeps
+# 20 ms per batch holds the worker to about 10,000 messages/s, so that the
+# broker reliably goes down mid-ingest (unthrottled, the worker can take
+# all 100,000 before the signal).
 sql(q{
 CREATE EXTENSION stream_ext;
 SELECT stream_ext.create_stream('ev', 'k int, v int, p int, o bigint');
+CREATE FUNCTION slow_batch() RETURNS trigger LANGUAGE plpgsql
+  AS $$ BEGIN PERFORM pg_sleep(0.02); RETURN NULL; END $$;
+CREATE TRIGGER slow_batch AFTER INSERT ON ev
+  FOR EACH STATEMENT EXECUTE FUNCTION slow_batch();
 CREATE VIEW ev_by_key WITH (continuous) AS
   SELECT k, count(*) AS n, sum(v) AS s FROM ev GROUP BY k;
 CREATE VIEW ev_by_part WITH (continuous) AS
