@@ -565,17 +565,20 @@ check_alter(Node *parsetree)
 
 		if (!OidIsValid(relid))
 			return;
-		if (stream_ext_maintenance_depth == 0 && catalog_is_transform(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot alter continuous transform \"%s\"",
-							stmt->relation->relname),
-					 errhint("Drop the transform and create it again.")));
 		if (stream_ext_maintenance_depth == 0 && catalog_is_matrel(relid))
+		{
+			/* catalog_is_matrel() also covers transforms: say which */
+			if (catalog_is_transform(relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot alter continuous transform \"%s\"",
+								stmt->relation->relname),
+						 errhint("Drop the transform and create it again.")));
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot alter \"%s\": it is the materialization of a continuous view",
 							stmt->relation->relname)));
+		}
 		if (!is_stream_with_views(relid))
 			return;
 		foreach(lc, stmt->cmds)
@@ -632,25 +635,28 @@ check_alter(Node *parsetree)
 		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 		if (!OidIsValid(relid))
 			return;
-		if (catalog_is_transform(relid))
+		if (catalog_is_matrel(relid))
 		{
-			if (stmt->renameType == OBJECT_COLUMN)
+			/* catalog_is_matrel() also covers transforms: say which */
+			bool		transform = catalog_is_transform(relid);
+
+			if (transform && stmt->renameType == OBJECT_COLUMN)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot rename column \"%s\" of continuous transform \"%s\"",
 								stmt->subname, stmt->relation->relname),
 						 errhint("Drop the transform and create it again.")));
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot rename continuous transform \"%s\"",
-							stmt->relation->relname),
-					 errhint("Drop the transform and create it again.")));
-		}
-		if (catalog_is_matrel(relid))
+			if (transform)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename continuous transform \"%s\"",
+								stmt->relation->relname),
+						 errhint("Drop the transform and create it again.")));
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot rename \"%s\": it belongs to a continuous view",
 							stmt->relation->relname)));
+		}
 		if (stmt->renameType == OBJECT_COLUMN && is_stream_with_views(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
