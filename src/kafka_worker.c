@@ -73,7 +73,6 @@
 #define BATCH_ENR_NAME	"stream_ext_batch"
 #define ROW_ENR_NAME	"stream_ext_row"
 #define IDLE_POLL_MS	250
-#define WAKE_TIMEOUT_MS	100
 #define STATE_CHECK_MS	1000
 #define METADATA_CHECK_MS 30000
 
