@@ -128,7 +128,6 @@ cached_slots(Relation rel, int n)
 											   "stream_ext bulk insert slots",
 											   ALLOCSET_DEFAULT_SIZES);
 	if (slot_cache.relid != RelationGetRelid(rel) || slot_cache.ops != ops ||
-		slot_cache.tupdesc == NULL ||
 		!equalTupleDescs(slot_cache.tupdesc, RelationGetDescr(rel)))
 	{
 		/* the slots own nothing outside the context: just forget them */
