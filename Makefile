@@ -11,7 +11,7 @@
 #   make demo    build, install, start a throwaway cluster and run the demo
 #   make test    build, install and run every test
 EXTENSION  = stream_ext
-EXTVERSION = 0.2
+EXTVERSION = 0.3
 MODULE_big = stream_ext
 OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
