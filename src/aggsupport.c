@@ -32,6 +32,7 @@
 #include "utils/regproc.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -410,4 +411,49 @@ stream_ext_finalize(PG_FUNCTION_ARGS)
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
+}
+
+/* ---- wide group keys: their hash (analyze.c, "Wide keys") -------------- */
+
+PG_FUNCTION_INFO_V1(stream_ext_key_hash_collision);
+
+/*
+ * stream_ext.debug_key_hash_bits: continuous views created while it is set
+ * keep only this many low bits of the hash of their wide keys (0: all 64),
+ * for good.  For tests only: with a few bits, different groups share a
+ * hash, and the exact rechecks must keep them apart.
+ */
+int			stream_ext_debug_key_hash_bits = 0;
+
+void
+aggsupport_define_gucs(void)
+{
+	DefineCustomIntVariable("stream_ext.debug_key_hash_bits",
+							"Continuous views created while this is set keep only this many bits of the hash of their wide group keys (0: all 64). For testing collisions.",
+							NULL,
+							&stream_ext_debug_key_hash_bits,
+							0, 0, 63,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+}
+
+/*
+ * stream_ext.key_hash_collision(materialization regclass): called by the
+ * upsert of a materialization indexed by the hash of its keys when the row
+ * with the batch group's hash holds other keys.  Refuses the batch rather
+ * than merge two groups.
+ */
+Datum
+stream_ext_key_hash_collision(PG_FUNCTION_ARGS)
+{
+	Oid			matrelid = PG_GETARG_OID(0);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("two groups of materialization \"%s\" have the same key hash",
+					get_rel_name(matrelid)),
+			 errdetail("Continuous views with group keys of variable-width types index their groups by a hash of the keys; a batch holding a group whose hash another group already has is refused rather than merged."),
+			 errhint("Group by a different expression (e.g. add a key column) or drop and create the view again.")));
+	PG_RETURN_NULL();
 }

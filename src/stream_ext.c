@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "aggsupport.h"
 #include "ddl.h"
 #include "kafka_common.h"
 #include "kafka_sink.h"
@@ -35,6 +36,7 @@ _PG_init(void)
 
 	ddl_init();
 	ddl_define_gucs();
+	aggsupport_define_gucs();
 	maintain_init();
 	stats_init();
 	kafka_sink_init();
