@@ -28,6 +28,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "access/table.h"
 #include "access/genam.h"
@@ -375,6 +376,70 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 }
 
 
+/*
+ * Read stream_ext's catalog as it is committed now, not as the running
+ * statement's snapshot saw it: for the triggers of continuous views,
+ * transforms and sinks, between catalog_read_latest_begin() and _end().
+ *
+ * A writer can fire a trigger its snapshot predates.  COPY (and anything
+ * else that takes its snapshot before it locks the stream) waits behind
+ * CREATE VIEW's ShareRowExclusiveLock with a snapshot from before CREATE
+ * VIEW committed; once it has the lock it sees the new trigger (PostgreSQL
+ * reads pg_trigger with a fresh catalog snapshot after every lock
+ * acquisition), but not the view's row in stream_ext.view_catalog.  The
+ * view exists all the same, and the trigger must count the writer's rows:
+ * CREATE VIEW's backfill ran while it held the stream, before these rows
+ * were inserted, so it cannot have counted them.  Every row is counted
+ * exactly once: a row whose statement locked the stream before CREATE VIEW
+ * did is committed (or rolled back) before CREATE VIEW gets the lock and is
+ * backfilled (if committed) from GetLatestSnapshot(); its statement fired
+ * the trigger set it saw when it locked, without the new view.  A row whose
+ * statement locked the stream after CREATE VIEW committed fires the new
+ * trigger and is not in the backfill.  So the trigger looks the view up
+ * with the latest snapshot, the way PostgreSQL itself reads pg_class and
+ * pg_trigger; the trigger's existence proves the catalog row is committed
+ * (or is ours: CREATE VIEW and a write in one transaction).  The
+ * maintenance statements themselves run with a fresh snapshot per SPI
+ * statement (READ COMMITTED), so they see the backfilled groups.
+ */
+void
+catalog_read_latest_begin(void)
+{
+	PushActiveSnapshot(GetLatestSnapshot());
+}
+
+void
+catalog_read_latest_end(void)
+{
+	PopActiveSnapshot();
+}
+
+/* the stream of continuous view or transform relid, InvalidOid if none */
+Oid
+catalog_stream_of(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	Oid			result = InvalidOid;
+	bool		isnull;
+	int			rc;
+
+	SPI_connect();
+	rc = SPI_execute_with_args(has_transform_catalog() ?
+							   "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1"
+							   " UNION ALL SELECT stream::oid FROM stream_ext.transform_catalog"
+							   " WHERE transform = $1" :
+							   "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1",
+							   1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+		result = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return result;
+}
+
 static bool
 lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 			MemoryContext mcxt)
@@ -392,6 +457,7 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 		"NULL::pg_catalog.text, NULL::pg_catalog.int8";
 
 	SPI_connect();
+	catalog_read_latest_begin();
 	rc = SPI_execute_with_args(psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
 										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s"
 										" FROM stream_ext.view_catalog v"
@@ -399,6 +465,7 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 										" WHERE v.%s = $1",
 										window_columns, notify, by_matrel ? "matrel" : "view"),
 							   1, argtypes, values, NULL, true, 1);
+	catalog_read_latest_end();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 1)

@@ -48,6 +48,9 @@ extern void catalog_set_window(Oid viewid, const char *kind,
 extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);
+extern Oid	catalog_stream_of(Oid relid);
+extern void catalog_read_latest_begin(void);
+extern void catalog_read_latest_end(void);
 extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
 								MemoryContext mcxt);
 /* TTL and retention (retention.c) */

@@ -35,6 +35,7 @@
 #include "parser/analyze.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -666,6 +667,40 @@ check_alter(Node *parsetree)
 	}
 }
 
+/*
+ * DROP VIEW of continuous views and transforms: lock their streams first.
+ *
+ * Writers lock the stream, then (in the maintenance trigger) the
+ * materialization and side tables.  Left alone, DROP VIEW locks the view and
+ * its materialization first and the stream last (dropping the trigger takes
+ * AccessExclusiveLock on it), so a writer in the middle of its batches and
+ * DROP VIEW wait for each other.  Taking the stream's lock up front gives
+ * both one order: DROP VIEW queues behind the writers of the stream, and
+ * writers that come after it wait for it and then no longer see the view.
+ * Only the view's owner (who may drop it) takes the lock; anyone else gets
+ * DROP VIEW's own permission error without blocking anyone.
+ */
+static void
+lock_streams_of_dropped_views(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_VIEW)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)),
+											 NoLock, true);
+		Oid			streamid;
+
+		if (!OidIsValid(relid) || !pg_class_ownercheck(relid, GetUserId()))
+			continue;
+		streamid = catalog_stream_of(relid);
+		if (OidIsValid(streamid))
+			LockRelationOid(streamid, AccessExclusiveLock);
+	}
+}
+
 /* stream_ext.maintain or stream_ext.reject_stream_modification? */
 static bool
 is_stream_ext_trigger_function(List *funcname)
@@ -725,7 +760,11 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			check_alter(parsetree);
 	}
 	else if (IsA(parsetree, DropStmt))
+	{
 		drops = !((DropStmt *) parsetree)->concurrent;
+		if (stream_ext_installed())
+			lock_streams_of_dropped_views((DropStmt *) parsetree);
+	}
 	else if (IsA(parsetree, DropOwnedStmt))
 		drops = true;
 	else if (IsA(parsetree, CreateTrigStmt) &&

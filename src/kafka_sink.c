@@ -48,6 +48,7 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
+#include "catalog.h"
 #include "formats.h"
 #include "kafka_sink.h"
 #include "maintain.h"
@@ -585,10 +586,13 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 
 	args[0] = Int32GetDatum(sink_id);
+	/* committed now, not as of the statement's snapshot: see catalog.c */
+	catalog_read_latest_begin();
 	kafka_catalog_exec(&kafka_sink_kind,
 					   "SELECT owner::oid, format, key_column, options, name "
 					   "FROM stream_ext.kafka_sinks WHERE id = $1",
 					   1, argtypes, args, NULL, true, SPI_OK_SELECT);
+	catalog_read_latest_end();
 	if (SPI_processed != 1)
 	{
 		/* the sink is gone (its trigger outlived it): nothing to queue */

@@ -635,6 +635,7 @@ transform_entry(Trigger *trigger)
 	Oid			viewid;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1];
+	int			rc;
 
 	if (transform_cache == NULL)
 	{
@@ -667,13 +668,16 @@ transform_entry(Trigger *trigger)
 	viewid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
 							  NoLock, true);
 	values[0] = ObjectIdGetDatum(viewid);
-	if (SPI_execute_with_args("SELECT t.stream::oid, coalesce(t.output_stream, t.output_table)::oid,"
-							  " c.relowner, t.columns, t.select_sql, t.notify, t.timezone"
-							  " FROM stream_ext.transform_catalog t"
-							  " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
-							  " WHERE t.transform = $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
+	/* committed now, not as of the statement's snapshot: see catalog.c */
+	catalog_read_latest_begin();
+	rc = SPI_execute_with_args("SELECT t.stream::oid, coalesce(t.output_stream, t.output_table)::oid,"
+							   " c.relowner, t.columns, t.select_sql, t.notify, t.timezone"
+							   " FROM stream_ext.transform_catalog t"
+							   " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
+							   " WHERE t.transform = $1",
+							   1, argtypes, values, NULL, true, 1);
+	catalog_read_latest_end();
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("continuous transform %s does not exist", trigger->tgargs[0]),
