@@ -30,6 +30,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# (first-run friction) the cluster's env.sh puts its PostgreSQL bin directory
+# on PATH: pgbench, psql, pg_dump of this installation after sourcing it
+assert_eq "$PG_BINDIR/pgbench" "$(env -i PATH=/usr/bin:/bin bash -c \
+	"source '$STREAM_EXT_TMP/env.sh' && command -v pgbench")" "pgbench after sourcing env.sh"
+
 it_db postgrest_http
 SECRET='stream_ext-test-secret-at-least-32-characters-long'
 
