@@ -127,7 +127,8 @@ run_regress_kind() {
 run_tap() {
 	local names=("$@") tree=$STREAM_EXT_TMP/tree outdir=$OUT/tap n rc
 	mkdir -p "$outdir" "$tree"
-	tar -C "$ROOT" --exclude=./.git --exclude=./test/tmp --exclude='*.o' --exclude='*.bc' \
+	tar -C "$ROOT" --exclude=./.git --exclude=./test/tmp --exclude=./test/postgrest/node_modules \
+		--exclude='*.o' --exclude='*.bc' \
 		-cf - . | tar -C "$tree" -xf -
 	is_root && chown -R postgres: "$tree"
 	msg "tap: ${#names[@]} test(s)"
