@@ -356,6 +356,7 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 
 /*
  * create_kafka_source(name, stream, brokers, topic, format, options)
+ * RETURNS text: the name (void before 0.3; a void declaration ignores it)
  */
 Datum
 stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
@@ -411,12 +412,14 @@ stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
 					   7, argtypes, args, NULL, false, SPI_OK_INSERT);
 	SPI_finish();
 
-	PG_RETURN_VOID();
+	/* the name, so that start_source(create_kafka_source(...)) reads well */
+	PG_RETURN_TEXT_P(cstring_to_text(name));
 }
 
 /*
- * start_source(name): mark running and launch its workers.  The workers
- * wait for this transaction to end and exit at once if it rolled back.
+ * start_source(name) RETURNS text (the name): mark running and launch its
+ * workers.  The workers wait for this transaction to end and exit at once if
+ * it rolled back.
  */
 Datum
 stream_ext_start_source(PG_FUNCTION_ARGS)
@@ -470,7 +473,7 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 		kafka_launch_worker(&wargs, true);
 	}
 
-	PG_RETURN_VOID();
+	PG_RETURN_TEXT_P(cstring_to_text(name));
 }
 
 /*

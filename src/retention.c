@@ -35,7 +35,10 @@
  *		cron), CREATE EXTENSION, ALTER EXTENSION UPDATE and the first
  *		ttl/retention schedule the job 'stream_ext_maintenance'
  *		(stream_ext.maintenance_schedule, every minute); without pg_cron
- *		a NOTICE says to call run_maintenance() from any scheduler.  DROP
+ *		a NOTICE says to call run_maintenance() from any scheduler, or,
+ *		when pg_cron is preloaded but runs in another database
+ *		(cron.database_name), gives the cron.schedule_in_database() call
+ *		to run there.  DROP
  *		EXTENSION unschedules the job (utility hook below).
  *
  *-------------------------------------------------------------------------
@@ -46,6 +49,7 @@
 #include "catalog/namespace.h"
 #include "commands/extension.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -711,6 +715,36 @@ pg_cron_present(void)
 }
 
 /*
+ * Say that maintenance is not scheduled, and how to schedule it.  pg_cron
+ * lives in one database (cron.database_name, a GUC that exists when it is
+ * preloaded) and CREATE EXTENSION pg_cron fails in any other, so there the
+ * one thing to do is to schedule this database's job from that database
+ * with cron.schedule_in_database(): the NOTICE is that statement.
+ */
+static void
+notice_unscheduled(void)
+{
+	const char *crondb = GetConfigOption("cron.database_name", true, false);
+	char	   *dbname = get_database_name(MyDatabaseId);
+
+	if (crondb != NULL && dbname != NULL && strcmp(crondb, dbname) != 0)
+	{
+		char	   *job = psprintf("%s_%s", MAINTENANCE_JOB, dbname);
+
+		ereport(NOTICE,
+				(errmsg("stream_ext maintenance (TTL, retention) is not scheduled: pg_cron runs in database %s; there, run SELECT cron.schedule_in_database(%s, %s, %s, %s)",
+						quote_identifier(crondb), quote_literal_cstr(job),
+						quote_literal_cstr(maintenance_schedule),
+						quote_literal_cstr(MAINTENANCE_COMMAND),
+						quote_literal_cstr(dbname))));
+		return;
+	}
+	ereport(NOTICE,
+			(errmsg("pg_cron is not installed in this database: stream_ext maintenance (TTL, retention) is not scheduled"),
+			 errhint("Call SELECT stream_ext.run_maintenance() periodically from any scheduler, or install pg_cron and call SELECT stream_ext.schedule_maintenance().")));
+}
+
+/*
  * Schedule the maintenance job in this database if pg_cron is here: as the
  * extension's owner, so that it maintains everything.  replace: also when
  * a job exists (takes the current schedule).  Without pg_cron, a NOTICE if
@@ -730,9 +764,7 @@ schedule_job_id(bool replace, bool notice)
 	if (!pg_cron_present())
 	{
 		if (notice)
-			ereport(NOTICE,
-					(errmsg("pg_cron is not installed in this database: stream_ext maintenance (TTL, retention) is not scheduled"),
-					 errhint("Call SELECT stream_ext.run_maintenance() periodically from any scheduler, or install pg_cron and call SELECT stream_ext.schedule_maintenance().")));
+			notice_unscheduled();
 		return 0;
 	}
 	values[0] = CStringGetTextDatum(MAINTENANCE_JOB);

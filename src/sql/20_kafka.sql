@@ -74,12 +74,12 @@ GRANT SELECT, DELETE ON stream_ext.dead_letters TO PUBLIC;
 CREATE FUNCTION stream_ext.create_kafka_source(
     name text, stream regclass, brokers text, topic text,
     format text DEFAULT 'json', options jsonb DEFAULT '{}')
-RETURNS void
+RETURNS text
 AS 'MODULE_PATHNAME', 'stream_ext_create_kafka_source'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION stream_ext.start_source(name text)
-RETURNS void
+RETURNS text
 AS 'MODULE_PATHNAME', 'stream_ext_start_source'
 LANGUAGE C VOLATILE STRICT;
 

@@ -129,3 +129,70 @@ BEGIN
     PERFORM stream_ext._notify_pgrst();
 END
 $$;
+
+-- ---- secondary indexes on continuous views (src/indexes.c) ----
+-- The materialization column a view column reads, NULL if it is computed
+-- when read.
+CREATE FUNCTION stream_ext._view_column_source(view regclass, col name)
+    RETURNS name
+    AS 'MODULE_PATHNAME', 'stream_ext_view_column_source'
+    LANGUAGE C STABLE STRICT;
+
+-- A btree index on the materialization for filters and ordering on the
+-- given view columns (group keys, or aggregates stored as their result);
+-- created as the caller, who must own the continuous view.
+CREATE FUNCTION stream_ext.create_index(view regclass, VARIADIC columns name[])
+    RETURNS regclass
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog
+AS $$
+DECLARE
+    cv record;
+    mrel regclass;
+    mrel_nsp name;
+    col name;
+    src name;
+    cols text[] := '{}';
+    idxname text;
+    suffix int := 0;
+BEGIN
+    IF view IS NULL OR columns IS NULL OR cardinality(columns) = 0 THEN
+        RAISE EXCEPTION 'stream_ext.create_index: a continuous view and at least one column are needed'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO cv FROM stream_ext._check_exposable(view, 'index');
+    SELECT v.matrel, n.nspname INTO mrel, mrel_nsp
+      FROM stream_ext.view_catalog v
+      JOIN pg_catalog.pg_class c ON c.oid = v.matrel
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE v.view = create_index.view;
+    FOREACH col IN ARRAY columns LOOP
+        IF col IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+                                       WHERE attrelid = view AND attname = col
+                                         AND attnum > 0 AND NOT attisdropped) THEN
+            RAISE EXCEPTION 'column "%" of continuous view "%" does not exist', col, view
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        src := stream_ext._view_column_source(view, col);
+        IF src IS NULL THEN
+            RAISE EXCEPTION 'column "%" of continuous view "%" is computed when the view is read: it cannot be indexed', col, view
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Group keys and aggregates kept as their value (count, count(DISTINCT), min, max, ...) can be indexed; avg and other aggregates finalized when read cannot.';
+        END IF;
+        cols := cols || quote_ident(src);
+    END LOOP;
+    -- <view>_<columns>_idx, numbered if taken (in the materialization's schema)
+    idxname := left(cv.relname || '_' || array_to_string(columns, '_'), 58) || '_idx';
+    WHILE EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                  WHERE n.nspname = mrel_nsp
+                    AND c.relname = CASE WHEN suffix = 0 THEN idxname ELSE idxname || suffix END) LOOP
+        suffix := suffix + 1;
+    END LOOP;
+    IF suffix > 0 THEN
+        idxname := idxname || suffix;
+    END IF;
+    EXECUTE format('CREATE INDEX %I ON %s (%s)', idxname, mrel, array_to_string(cols, ', '));
+    RETURN format('%I.%I', mrel_nsp, idxname)::regclass;
+END
+$$;

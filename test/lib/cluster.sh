@@ -143,6 +143,7 @@ cluster_start() {
 		export PGUSER=postgres
 		export PGDATABASE=postgres
 		export PG_BINDIR='$PG_BINDIR'
+		export PATH='$PG_BINDIR':"\$PATH"
 		export STREAM_EXT_ROOT='$STREAM_EXT_ROOT'
 		export STREAM_EXT_TMP='$STREAM_EXT_TMP'
 		export STREAM_EXT_PGDATA='$data'
@@ -154,7 +155,13 @@ cluster_start() {
 
 cluster_stop() {
 	[[ -n $_cluster_started && -n ${STREAM_EXT_TMP:-} ]] || return 0
-	local data=$STREAM_EXT_TMP/data
+	local data=$STREAM_EXT_TMP/data pid
+	# a PostgREST the demo left running (STREAM_EXT_KEEP_CLUSTER=1)
+	if [[ -f $STREAM_EXT_TMP/postgrest/postgrest.pid ]]; then
+		pid=$(<"$STREAM_EXT_TMP/postgrest/postgrest.pid")
+		[[ $pid =~ ^[0-9]+$ ]] && kill "$pid" 2>/dev/null
+		rm -f "$STREAM_EXT_TMP/postgrest/postgrest.pid"
+	fi
 	if [[ -f $data/postmaster.pid ]]; then
 		as_postgres "$PG_BINDIR/pg_ctl" -D "$data" stop -m fast -w -t 60 >/dev/null 2>&1 ||
 			as_postgres "$PG_BINDIR/pg_ctl" -D "$data" stop -m immediate -w -t 30 >/dev/null 2>&1 ||

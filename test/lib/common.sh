@@ -68,9 +68,28 @@ pg_private_root() {
 		done
 		ln -sfn "tree$sys_bin" "$root/bin"
 		msg "private PostgreSQL installation in $root"
+	else
+		pg_private_refresh "$root"
 	fi
 	PG_CONFIG=$(readlink -f "$root/bin")/pg_config
 	chmod -R a+rX "$root"
+}
+
+# An existing private copy misses the extensions installed into the system
+# PostgreSQL after it was made (say hll or tdigest from apt): copy the files of
+# the system's lib/ and share/extension/ that the copy does not have.  Files
+# it has are left alone (they may be this checkout's build), and so are
+# stream_ext's own (another checkout's install must not leak in).
+pg_private_refresh() {
+	local root=$1 dir f n=0
+	for dir in "$("$PG_CONFIG" --pkglibdir)" "$("$PG_CONFIG" --sharedir)/extension"; do
+		[[ -d $dir && -d $root/tree$dir ]] || continue
+		while IFS= read -r -d '' f; do
+			[[ -e $root/tree$dir/$f || -L $root/tree$dir/$f ]] && continue
+			(cd "$dir" && cp -a --parents "$f" "$root/tree$dir/") && n=$((n + 1))
+		done < <(cd "$dir" && find . \( -name 'stream_ext*' -prune \) -o \( -type f -o -type l \) -print0)
+	done
+	[[ $n -eq 0 ]] || msg "private PostgreSQL installation in $root: added $n file(s) installed in the system one since it was made"
 }
 
 is_root() { [[ $(id -u) -eq 0 ]]; }

