@@ -367,13 +367,33 @@ cv_matrel_key_list(CVPlan *plan)
  *	 the materialization first (cv_maintain_sql always locks when a side
  *	 table is hashed) and the distinct statement runs with a fresh snapshot.
  *
+ * The hash is stream_ext.key_hash() (aggsupport.c): each value hashed by
+ * its own type, with no cast that could depend on settings.  A hashed
+ * materialization also gets an index leading with the first key, for
+ * reads by key (WHERE url = ...) and TTL deletes: a hash index on the
+ * first key if it is variable-width (no size limit, equality only), else
+ * a btree on the leading fixed-width keys.
+ *
  * Fixed-width keys keep the unique btree on the keys themselves (cheaper).
- * Types without an extended hash function keep it too.
+ * Types without an extended hash function keep it too, and so do views
+ * created by an installation whose SQL objects predate stream_ext.key_hash
+ * (0.2 running this module before ALTER EXTENSION UPDATE).
  */
 static Oid
 key_hash_func(Oid type)
 {
 	return lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc;
+}
+
+/* does the installed extension have stream_ext.key_hash("any", int8)? */
+static bool
+key_hash_installed(void)
+{
+	Oid			argtypes[2] = {ANYOID, INT8OID};
+
+	return OidIsValid(LookupFuncName(list_make2(makeString("stream_ext"),
+												makeString("key_hash")),
+									 2, argtypes, true));
 }
 
 /* do these types need a hash (some variable-width), and do they all have one? */
@@ -382,6 +402,9 @@ types_need_hash(List *types)
 {
 	ListCell   *lc;
 	bool		wide = false;
+
+	if (!key_hash_installed())
+		return false;
 
 	foreach(lc, types)
 	{
@@ -437,30 +460,25 @@ any_auxrel_hashed(CVPlan *plan)
 }
 
 /*
- * The hash of the values exprs (SQL expressions) of types types: h_n where
- * h_0 = 0 and h_i = hashint8extended(coalesce(hash_i(expr_i, 0), -1),
- * h_i-1) (each expression is written once), masked to
- * stream_ext.debug_key_hash_bits bits if that is set.
+ * The hash of the values exprs (SQL expressions): h_n where h_0 = 0 and
+ * h_i = stream_ext.key_hash(expr_i, h_i-1), each value hashed by its own
+ * type (aggsupport.c), masked to stream_ext.debug_key_hash_bits bits if
+ * that is set.
  */
 static void
-append_key_hash(StringInfo buf, List *exprs, List *types)
+append_key_hash(StringInfo buf, List *exprs)
 {
 	StringInfoData h;
 	ListCell   *le;
-	ListCell   *lt;
 
 	initStringInfo(&h);
 	appendStringInfoString(&h, "0::pg_catalog.int8");
-	forboth(le, exprs, lt, types)
+	foreach(le, exprs)
 	{
-		Oid			fn = key_hash_func(lfirst_oid(lt));
 		char	   *prev = pstrdup(h.data);
 
 		resetStringInfo(&h);
-		appendStringInfo(&h, "pg_catalog.hashint8extended(COALESCE(%s((%s), 0), -1), %s)",
-						 quote_qualified_identifier(get_namespace_name(get_func_namespace(fn)),
-													get_func_name(fn)),
-						 (char *) lfirst(le), prev);
+		appendStringInfo(&h, "stream_ext.key_hash((%s), %s)", (char *) lfirst(le), prev);
 	}
 	if (stream_ext_debug_key_hash_bits > 0)
 		appendStringInfo(buf, "(%s OPERATOR(pg_catalog.&) " INT64_FORMAT ")", h.data,
@@ -527,14 +545,60 @@ cv_matrel_hash_column_sql(CVPlan *plan)
 	return cv_matrel_hashed(plan) ? ", " CV_KEY_HASH_COLUMN " bigint NOT NULL" : "";
 }
 
-/* CREATE [UNIQUE] INDEX statements of the materialization and a side table */
+/*
+ * An index on rel for reads by key with no size limit when a key is of a
+ * variable-width type: a hash index on the first key if that one is
+ * variable-width (equality only), else a btree on the leading fixed-width
+ * keys.  When every key is fixed-width (or the first key's type has no
+ * hash opclass), the btree on all the keys followed by trailing (a column,
+ * or NULL).
+ */
+char *
+cv_key_lookup_index_sql(CVPlan *plan, const char *rel, const char *trailing)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	CVKey	   *first = linitial(plan->keys);
+
+	initStringInfo(&buf);
+	if (get_typlen(first->type) < 0 && OidIsValid(key_hash_func(first->type)))
+	{
+		appendStringInfo(&buf, "CREATE INDEX ON %s USING hash (%s)", rel,
+						 quote_identifier(first->colname));
+		return buf.data;
+	}
+	appendStringInfo(&buf, "CREATE INDEX ON %s (", rel);
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		if (get_typlen(key->type) < 0 && OidIsValid(key_hash_func(key->type)))
+			break;
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_identifier(key->colname));
+	}
+	if (lc == NULL && trailing != NULL)
+		appendStringInfo(&buf, ", %s", trailing);
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * CREATE [UNIQUE] INDEX statements of the materialization: the unique index
+ * and, if hashed, the index for reads by key (see "Wide keys")
+ */
 char *
 cv_matrel_index_sql(CVPlan *plan, const char *matrel)
 {
-	return psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
-					matrel, matrel_conflict_target(plan));
+	char	   *unique = psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
+								  matrel, matrel_conflict_target(plan));
+
+	if (!cv_matrel_hashed(plan))
+		return unique;
+	return psprintf("%s; %s", unique, cv_key_lookup_index_sql(plan, matrel, NULL));
 }
 
+/* CREATE [UNIQUE] INDEX statement of a count(DISTINCT) side table */
 char *
 cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel)
 {
@@ -745,7 +809,7 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 			exprs = lappend(exprs, deparse_expression((Node *) ((CVKey *) lfirst(lc))->expr,
 													  ctx, true, false));
 		appendStringInfoString(&buf, ", ");
-		append_key_hash(&buf, exprs, key_types(plan));
+		append_key_hash(&buf, exprs);
 	}
 	foreach(lc, plan->aggs)
 	{
@@ -828,13 +892,12 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	{
 		/* the batch's distinct pairs d, with their hash, not yet in auxrel */
 		List	   *cols = NIL;
-		List	   *types = lappend_oid(key_types(plan), exprType((Node *) distinct_arg(agg)));
 
 		for (int i = 1; i <= nkeys; i++)
 			cols = lappend(cols, psprintf("d.k%d", i));
 		cols = lappend(cols, "d.v");
 		appendStringInfoString(&buf, "SELECT x.* FROM (SELECT d.*, ");
-		append_key_hash(&buf, cols, types);
+		append_key_hash(&buf, cols);
 		appendStringInfoString(&buf, " AS h FROM (SELECT DISTINCT ");
 		for (int i = 1; i <= nkeys; i++)
 			appendStringInfo(&buf, "%s AS k%d, ",
@@ -888,7 +951,7 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 		if (hashed)
 		{
 			appendStringInfoString(&buf, ", ");
-			append_key_hash(&buf, key_column_refs(plan, ""), key_types(plan));
+			append_key_hash(&buf, key_column_refs(plan, ""));
 		}
 		appendStringInfoString(&buf, ", pg_catalog.count(*) FROM new_values");
 		append_positions(&buf, "GROUP BY", nkeys);

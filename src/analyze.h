@@ -77,6 +77,8 @@ extern bool cv_matrel_hashed(CVPlan *plan);
 extern bool cv_auxrel_hashed(CVPlan *plan, CVAgg *agg);
 extern char *cv_matrel_hash_column_sql(CVPlan *plan);
 extern char *cv_matrel_index_sql(CVPlan *plan, const char *matrel);
+extern char *cv_key_lookup_index_sql(CVPlan *plan, const char *rel,
+									 const char *trailing);
 extern char *cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel);
 extern char *cv_maintain_sql(CVPlan *plan, const char *matrel,
 							 const char *source);

@@ -390,7 +390,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		/* fragments, appended: see sessions.c */
 		run_sql(psprintf("CREATE TABLE %s (%s)", mq,
 						 sessions_matrel_columns_sql(&session, cv_matrel_columns_sql(&plan))));
-		run_sql(psprintf("CREATE INDEX ON %s (%s)", mq, sessions_index_columns_sql(&plan)));
+		run_sql(sessions_index_sql(&plan, mq));
 	}
 	else
 	{
