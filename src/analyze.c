@@ -929,10 +929,15 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 			xcols = lappend(xcols, psprintf("x.k%d", i));
 		xcols = lappend(xcols, "x.v");
 		stored = lappend(stored, "e.value");
-		appendStringInfo(&buf, ") d) x WHERE NOT EXISTS (SELECT FROM %s e WHERE e.%s OPERATOR(pg_catalog.=) x.h AND ",
+		/*
+		 * A scalar subquery, not NOT EXISTS: the planner may turn an anti
+		 * join into a hash join over the whole side table, once per batch;
+		 * a scalar subquery stays an index probe per pair.
+		 */
+		appendStringInfo(&buf, ") d) x WHERE (SELECT true FROM %s e WHERE e.%s OPERATOR(pg_catalog.=) x.h AND ",
 						 auxrel, CV_KEY_HASH_COLUMN);
 		append_rows_equal(&buf, stored, xcols);
-		appendStringInfoString(&buf, ") RETURNING ");
+		appendStringInfoString(&buf, " LIMIT 1) IS NULL RETURNING ");
 	}
 	else
 		appendStringInfoString(&buf, " ON CONFLICT DO NOTHING RETURNING ");
