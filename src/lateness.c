@@ -1,17 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * lateness.c
- *	  Late data of tumbling windows: WITH (continuous, allowed_lateness =
- *	  '5 minutes') on a view grouped by stream_ext.tumble(ts, size).
+ *	  Late data of time windows: WITH (continuous, allowed_lateness =
+ *	  '5 minutes') on a view with a tumbling (stream_ext.tumble()), hopping
+ *	  (stream_ext.hop()) or session (session_gap) window.
  *
  *	  Each such view has a watermark: the newest event time it has seen
- *	  (stream_ext.watermarks.max_event_time) minus allowed_lateness.  A
- *	  window [start, start + size) is closed once start + size <= watermark;
- *	  a row whose window is closed when its batch arrives is not applied but
- *	  kept in stream_ext.late_rows (view, event time, watermark, the row as
- *	  jsonb), so nothing vanishes silently and closed windows stay final.
- *	  Rows with a NULL event time are always applied (their window never
- *	  closes).
+ *	  (stream_ext.watermarks.max_event_time) minus allowed_lateness.  Which
+ *	  rows are late depends on the window kind (docs/windows.md, "Late
+ *	  data"; lateness_validate() builds the conditions):
+ *	    - tumbling: a window [start, start + size) is closed once
+ *		  start + size <= watermark; a row of a closed window is late;
+ *	    - hopping: each (row, window) pair is judged like a tumbling window;
+ *		  a row whose windows are all closed is late, one with only some
+ *		  closed is applied to the open ones (the key hop_open_from() keeps
+ *		  it apart in its pane, windows.c expands it into those only) and
+ *		  also recorded in late_rows;
+ *	    - session: a row is late iff its time is at or before the
+ *		  watermark, so a closed session (last event + gap <= watermark)
+ *		  never grows nor merges.
+ *	  Late rows are not applied but kept in stream_ext.late_rows (view,
+ *	  event time, watermark, reason, the row as jsonb), so nothing vanishes
+ *	  silently and closed windows stay final.  Rows with a NULL event time
+ *	  are always applied (their window never closes).
+ *
+ *	  With emit = 'on_close', each window (session) is appended to the
+ *	  output stream once, by the batch whose watermark passes its end
+ *	  (last event + gap): emit_closed().
  *
  *	  Per batch, inside the maintenance trigger (maintain.c):
  *	    1. lateness_begin_batch(): lock the view's watermark row and read it
