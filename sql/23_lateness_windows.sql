@@ -143,6 +143,64 @@ SELECT stream_ext.hop_open_from('2026-01-01 00:08+00', '10 minutes', '4 minutes'
        stream_ext.hop_open_from('2026-01-01 00:08+00', '10 minutes', '4 minutes', '2026-01-01 00:06+00') AS all_open,
        stream_ext.hop_open_from('2026-01-01 00:08+00', '10 minutes', '4 minutes', NULL) AS no_watermark;
 
+-- Sliding windows: allowed_lateness only.  A row is late once its step
+-- bucket + sliding_window <= watermark: no reader whose now() has reached
+-- the watermark would show it.  Times an hour ahead of now(), so that the
+-- view shows every bucket it holds: a late row folded in would show.
+SELECT stream_ext.create_stream('sw_ev', 'k int, ts timestamptz, v int');
+CREATE TABLE sw_copy (k int, ts timestamptz, v int, late bool);
+CREATE TABLE sw_wm (wm timestamptz, anchor timestamptz);
+INSERT INTO sw_wm VALUES (NULL, date_trunc('minute', now()) + interval '1 hour');
+CREATE VIEW sw_view WITH (continuous, sliding_window = '10 minutes', step = '1 minute', time_column = ts,
+                          allowed_lateness = '2 minutes') AS
+  SELECT k, count(*) AS n, sum(v) AS s FROM sw_ev GROUP BY k;
+CREATE FUNCTION sw_batch(rows_ hl_row[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  w timestamptz := (SELECT wm - interval '2 minutes' FROM sw_wm);
+BEGIN
+  INSERT INTO sw_ev (k, ts, v) SELECT r.k, r.ts, r.v FROM unnest(rows_) r;
+  INSERT INTO sw_copy SELECT r.k, r.ts, r.v,
+         coalesce(stream_ext.tumble(r.ts, '1 minute') + interval '10 minutes' <= w, false)
+    FROM unnest(rows_) r;
+  UPDATE sw_wm SET wm = GREATEST(wm, (SELECT max(r.ts) FROM unnest(rows_) r));
+END $$;
+CREATE FUNCTION sw_check() RETURNS TABLE (what text, differing bigint) LANGUAGE sql AS $$
+  WITH o AS (SELECT k, count(*) AS n, sum(v) AS s FROM sw_copy
+              WHERE NOT late AND stream_ext.tumble(ts, '1 minute') >= now() - interval '10 minutes'
+              GROUP BY k),
+       lr AS (SELECT ("row"->>'k')::int AS k, ("row"->>'ts')::timestamptz AS ts, ("row"->>'v')::int AS v
+                FROM stream_ext.late_rows WHERE view = 'sw_view'::regclass AND reason = 'window closed')
+  SELECT 'view', (SELECT count(*) FROM ((TABLE o EXCEPT ALL TABLE sw_view)
+                                        UNION ALL (TABLE sw_view EXCEPT ALL TABLE o)) d)
+  UNION ALL
+  SELECT 'late_rows', (SELECT count(*) FROM ((SELECT k, ts, v FROM sw_copy WHERE late EXCEPT ALL TABLE lr)
+                                             UNION ALL (TABLE lr EXCEPT ALL SELECT k, ts, v FROM sw_copy WHERE late)) d)
+$$;
+DO $$
+DECLARE
+  a timestamptz := (SELECT anchor FROM sw_wm);
+BEGIN
+  FOR b IN 1..100 LOOP
+    PERFORM sw_batch((SELECT array_agg(((hashint4(b * 100 + i) % 3 + 3) % 3,
+                      CASE WHEN (b + i) % 41 = 0 THEN NULL
+                           ELSE a + b * interval '20 seconds'
+                                - ((hashint4(-b * 100 - i) % 900 + 900) % 900) * interval '1 second' END,
+                      (b * 7 + i) % 13)::hl_row)
+      FROM generate_series(1, 1 + (hashint4(b) % 30 + 30) % 30) i));
+  END LOOP;
+END $$;
+SELECT count(*) FILTER (WHERE late) > 0 AS some_late, count(*) FILTER (WHERE NOT late) > 0 AS some_on_time
+  FROM sw_copy;
+SELECT * FROM sw_check();
+-- emit = 'on_close' has no window to close in a sliding view
+CREATE VIEW sw_bad WITH (continuous, sliding_window = '10 minutes', time_column = ts,
+                         emit = 'on_close', output_stream = 'hl_out') AS
+  SELECT k, count(*) AS n FROM sw_ev GROUP BY k;
+DROP TABLE sw_ev CASCADE;
+DROP FUNCTION sw_batch(hl_row[]);
+DROP FUNCTION sw_check();
+DROP TABLE sw_copy, sw_wm;
+
 -- bad input: hop() over timestamp without time zone
 SELECT stream_ext.create_stream('hl_local', 'k int, ts timestamp');
 CREATE VIEW hl_bad WITH (continuous, allowed_lateness = '1 minute') AS

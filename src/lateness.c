@@ -3,7 +3,8 @@
  * lateness.c
  *	  Late data of time windows: WITH (continuous, allowed_lateness =
  *	  '5 minutes') on a view with a tumbling (stream_ext.tumble()), hopping
- *	  (stream_ext.hop()) or session (session_gap) window.
+ *	  (stream_ext.hop()), session (session_gap) or sliding (sliding_window)
+ *	  window.
  *
  *	  Each such view has a watermark: the newest event time it has seen
  *	  (stream_ext.watermarks.max_event_time) minus allowed_lateness.  Which
@@ -18,7 +19,10 @@
  *		  also recorded in late_rows;
  *	    - session: a row is late iff its time is at or before the
  *		  watermark, so a closed session (last event + gap <= watermark)
- *		  never grows nor merges.
+ *		  never grows nor merges;
+ *	    - sliding (allowed_lateness only): a row is late once its step
+ *		  bucket + sliding_window <= watermark, when no reader whose now()
+ *		  has reached the watermark would show it.
  *	  Late rows are not applied but kept in stream_ext.late_rows (view,
  *	  event time, watermark, reason, the row as jsonb), so nothing vanishes
  *	  silently and closed windows stay final.  Rows with a NULL event time
@@ -279,7 +283,7 @@ lateness_not_supported(LatenessSpec *spec, const char *detail, const char *hint)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s needs a tumbling, hopping or session window over timestamp with time zone",
+			 errmsg("%s needs a time window over timestamp with time zone",
 					spec->emit_on_close ? "emit = 'on_close'" : "allowed_lateness"),
 			 detail ? errdetail("%s", detail) : 0,
 			 hint ? errhint("%s", hint) : 0));
@@ -425,12 +429,35 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid,
 			psprintf("CASE WHEN %s THEN 'some windows closed' ELSE 'window closed' END",
 					 plan->extra_batch_qual);
 	}
+	else if (win != NULL && win->kind == CV_WINDOW_SLIDING && !spec->emit_on_close)
+	{
+		FuncExpr   *bucket = (FuncExpr *) win->pane_expr;
+		char	   *start;
+
+		Assert(IsA(bucket, FuncExpr) && list_length(bucket->args) == 2);
+		spec->kind = "sliding";
+		start = deparse_expression((Node *) bucket, ctx, true, false);
+		spec->event_time_sql = deparse_expression(linitial(bucket->args), ctx, true, false);
+		spec->size_sql = interval_sql_literal(&win->size);
+		/* on time: its step bucket is still in the window at the watermark */
+		plan->extra_batch_qual =
+			psprintf("($1::pg_catalog.timestamptz IS NULL OR (%s) IS NULL"
+					 " OR (%s) OPERATOR(pg_catalog.+) %s OPERATOR(pg_catalog.>) $1::pg_catalog.timestamptz)",
+					 start, start, spec->size_sql);
+		spec->all_open_sql = (char *) plan->extra_batch_qual;
+		spec->late_reason_sql = "'window closed'";
+	}
+	else if (win != NULL && win->kind == CV_WINDOW_SLIDING)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("emit = 'on_close' is not supported for sliding windows"),
+				 errdetail("A sliding view shows the window ending at the reader's now(); no window of it closes."),
+				 errhint("For the final result of every window of sliding_window length, one per step, aggregate over stream_ext.hop(ts, sliding_window, step).")));
 	else
-		lateness_not_supported(spec,
-							   win != NULL && win->kind == CV_WINDOW_SLIDING ?
-							   "A sliding window shows rows relative to the reader's now(), not to event time." :
-							   "Late rows are judged by the end of their window.",
-							   "Group by stream_ext.tumble(time_column, size), aggregate over stream_ext.hop(), or use session_gap.");
+		lateness_not_supported(spec, "Late rows are judged by the end of their window.",
+							   spec->emit_on_close ?
+							   "Group by stream_ext.tumble(time_column, size), aggregate over stream_ext.hop(), or use session_gap." :
+							   "Group by stream_ext.tumble(time_column, size), aggregate over stream_ext.hop(), or use session_gap or sliding_window.");
 
 	if (spec->emit_on_close)
 		check_output_stream(spec, plan, streamid, session);
