@@ -381,17 +381,22 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid,
 		spec->all_open_sql = (char *) plan->extra_batch_qual;
 		spec->late_reason_sql = "'behind watermark'";
 	}
-	else if (win != NULL && win->kind == CV_WINDOW_TUMBLING)
+	else if (win != NULL && (win->kind == CV_WINDOW_TUMBLING ||
+							 (win->kind == CV_WINDOW_SLIDING && !spec->emit_on_close)))
 	{
-		FuncExpr   *tumble = (FuncExpr *) win->pane_expr;
+		/*
+		 * The row's window (tumbling), or the last window showing its step
+		 * bucket (sliding), is [start, start + size) with start the pane.
+		 */
+		FuncExpr   *pane = (FuncExpr *) win->pane_expr;
 		char	   *start;
 
-		Assert(IsA(tumble, FuncExpr) && list_length(tumble->args) == 2);
-		if (exprType(linitial(tumble->args)) != TIMESTAMPTZOID)
+		Assert(IsA(pane, FuncExpr) && list_length(pane->args) == 2);
+		if (exprType(linitial(pane->args)) != TIMESTAMPTZOID)
 			lateness_not_supported(spec, "The tumble() is over timestamp without time zone.", NULL);
-		spec->kind = "tumbling";
-		start = deparse_expression((Node *) tumble, ctx, true, false);
-		spec->event_time_sql = deparse_expression(linitial(tumble->args), ctx, true, false);
+		spec->kind = win->kind == CV_WINDOW_TUMBLING ? "tumbling" : "sliding";
+		start = deparse_expression((Node *) pane, ctx, true, false);
+		spec->event_time_sql = deparse_expression(linitial(pane->args), ctx, true, false);
 		spec->size_sql = interval_sql_literal(&win->size);
 		/* on time: no watermark yet, no event time, or its window still open */
 		plan->extra_batch_qual =
@@ -428,24 +433,6 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid,
 		spec->late_reason_sql =
 			psprintf("CASE WHEN %s THEN 'some windows closed' ELSE 'window closed' END",
 					 plan->extra_batch_qual);
-	}
-	else if (win != NULL && win->kind == CV_WINDOW_SLIDING && !spec->emit_on_close)
-	{
-		FuncExpr   *bucket = (FuncExpr *) win->pane_expr;
-		char	   *start;
-
-		Assert(IsA(bucket, FuncExpr) && list_length(bucket->args) == 2);
-		spec->kind = "sliding";
-		start = deparse_expression((Node *) bucket, ctx, true, false);
-		spec->event_time_sql = deparse_expression(linitial(bucket->args), ctx, true, false);
-		spec->size_sql = interval_sql_literal(&win->size);
-		/* on time: its step bucket is still in the window at the watermark */
-		plan->extra_batch_qual =
-			psprintf("($1::pg_catalog.timestamptz IS NULL OR (%s) IS NULL"
-					 " OR (%s) OPERATOR(pg_catalog.+) %s OPERATOR(pg_catalog.>) $1::pg_catalog.timestamptz)",
-					 start, start, spec->size_sql);
-		spec->all_open_sql = (char *) plan->extra_batch_qual;
-		spec->late_reason_sql = "'window closed'";
 	}
 	else if (win != NULL && win->kind == CV_WINDOW_SLIDING)
 		ereport(ERROR,
