@@ -110,10 +110,6 @@ CREATE VIEW late_bad WITH (continuous, allowed_lateness = '1 month') AS
   SELECT k, stream_ext.tumble(ts, '1 minute'), count(*) FROM late_ev GROUP BY 1, 2;
 CREATE VIEW late_bad WITH (continuous, allowed_lateness = 'later') AS
   SELECT k, stream_ext.tumble(ts, '1 minute'), count(*) FROM late_ev GROUP BY 1, 2;
-CREATE VIEW late_bad WITH (continuous, allowed_lateness = '1 minute', sliding_window = '1 hour') AS
-  SELECT count(*) FROM late_ev;
-CREATE VIEW late_bad WITH (continuous, allowed_lateness = '1 minute', session_gap = '1 hour', time_column = 'ts') AS
-  SELECT k, count(*) FROM late_ev GROUP BY k;
 SELECT count(*) AS leftovers FROM pg_class WHERE relname LIKE 'late_bad%';
 
 -- allowed_lateness = 0: the watermark is the newest event time itself

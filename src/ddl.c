@@ -378,7 +378,8 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 
 	/* generates SQL: after search_path is pinned */
 	if (lateness.enabled)
-		lateness_validate(&lateness, &plan, query, plan.streamid);
+		lateness_validate(&lateness, &plan, query, plan.streamid,
+						  session.enabled ? &session : NULL);
 
 	mq = quote_qualified_identifier(nspname, matrelname);
 	sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan.streamid)),
@@ -483,6 +484,8 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		retention_record(viewid, &ttl, &plan, mq, auxids);
 
 	/* start from what the stream already holds */
+	if (lateness.enabled)
+		lateness_before_backfill(&lateness);
 	backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :
 			 cv_maintain_sql(&plan, mq, sq));
 	foreach(lc, backfill_sql)

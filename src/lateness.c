@@ -1,17 +1,36 @@
 /*-------------------------------------------------------------------------
  *
  * lateness.c
- *	  Late data of tumbling windows: WITH (continuous, allowed_lateness =
- *	  '5 minutes') on a view grouped by stream_ext.tumble(ts, size).
+ *	  Late data of time windows: WITH (continuous, allowed_lateness =
+ *	  '5 minutes') on a view with a tumbling (stream_ext.tumble()), hopping
+ *	  (stream_ext.hop()), session (session_gap) or sliding (sliding_window)
+ *	  window.
  *
  *	  Each such view has a watermark: the newest event time it has seen
- *	  (stream_ext.watermarks.max_event_time) minus allowed_lateness.  A
- *	  window [start, start + size) is closed once start + size <= watermark;
- *	  a row whose window is closed when its batch arrives is not applied but
- *	  kept in stream_ext.late_rows (view, event time, watermark, the row as
- *	  jsonb), so nothing vanishes silently and closed windows stay final.
- *	  Rows with a NULL event time are always applied (their window never
- *	  closes).
+ *	  (stream_ext.watermarks.max_event_time) minus allowed_lateness.  Which
+ *	  rows are late depends on the window kind (docs/windows.md, "Late
+ *	  data"; lateness_validate() builds the conditions):
+ *	    - tumbling: a window [start, start + size) is closed once
+ *		  start + size <= watermark; a row of a closed window is late;
+ *	    - hopping: each (row, window) pair is judged like a tumbling window;
+ *		  a row whose windows are all closed is late, one with only some
+ *		  closed is applied to the open ones (the key hop_open_from() keeps
+ *		  it apart in its pane, windows.c expands it into those only) and
+ *		  also recorded in late_rows;
+ *	    - session: a row is late iff its time is at or before the
+ *		  watermark, so a closed session (last event + gap <= watermark)
+ *		  never grows nor merges;
+ *	    - sliding (allowed_lateness only): a row is late once its step
+ *		  bucket + sliding_window <= watermark, when no reader whose now()
+ *		  has reached the watermark would show it.
+ *	  Late rows are not applied but kept in stream_ext.late_rows (view,
+ *	  event time, watermark, reason, the row as jsonb), so nothing vanishes
+ *	  silently and closed windows stay final.  Rows with a NULL event time
+ *	  are always applied (their window never closes).
+ *
+ *	  With emit = 'on_close', each window (session) is appended to the
+ *	  output stream once, by the batch whose watermark passes its end
+ *	  (last event + gap): emit_closed().
  *
  *	  Per batch, inside the maintenance trigger (maintain.c):
  *	    1. lateness_begin_batch(): lock the view's watermark row and read it
@@ -36,6 +55,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parse_func.h"
 #include "parser/parse_coerce.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -135,15 +155,42 @@ lateness_take_options(List *options, LatenessSpec *spec)
 	return rest;
 }
 
+/* the output stream's attribute named COLNAME, checked to take type FROM */
+static int
+output_column(LatenessSpec *spec, TupleDesc desc, const char *colname, Oid from)
+{
+	for (int attno = 0; attno < desc->natts; attno++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attno);
+
+		if (att->attisdropped || strcmp(NameStr(att->attname), colname) != 0)
+			continue;
+		if (!can_coerce_type(1, &from, &att->atttypid, COERCION_ASSIGNMENT))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of output_stream \"%s\" is of type %s, the view's is %s",
+							colname, spec->output_stream, format_type_be(att->atttypid),
+							format_type_be(from))));
+		return attno;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("output_stream \"%s\" has no column \"%s\"",
+					spec->output_stream, colname),
+			 errhint("The output stream takes the view's columns by name.")));
+	return -1;					/* keep compiler quiet */
+}
+
 /*
  * emit = 'on_close': the output stream must be a stream other than the
  * view's own, take every column of the view by name with an assignable
  * type, and have no other column that needs a value; the creator must be
  * allowed to insert into it.  Finds the view column holding the window
- * start.
+ * start (session windows: session_end, set by the caller).
  */
 static void
-check_output_stream(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid)
+check_output_stream(LatenessSpec *spec, CVPlan *plan, Oid streamid,
+					SessionSpec *session)
 {
 	Relation	rel;
 	TupleDesc	desc;
@@ -151,6 +198,7 @@ check_output_stream(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid
 	ListCell   *nc = list_head(plan->colnames);
 	Bitmapset  *given = NULL;
 	AclResult	acl;
+	List	   *columns = NIL;
 
 	if (!OidIsValid(spec->output_relid) || !catalog_is_stream(spec->output_relid))
 		ereport(ERROR,
@@ -168,40 +216,29 @@ check_output_stream(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid
 
 	rel = table_open(spec->output_relid, AccessShareLock);
 	desc = RelationGetDescr(rel);
-	foreach(lc, query->targetList)
+	/* the query as analyzed: hop()'s window start is its pane there */
+	foreach(lc, plan->query->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
 		const char *colname;
-		int			attno;
-		Oid			from;
-		Form_pg_attribute att = NULL;
 
 		if (tle->resjunk)
 			continue;
 		colname = strVal(lfirst(nc));
 		nc = lnext(plan->colnames, nc);
-		if (equal(tle->expr, plan->window->pane_expr))
+		if (session == NULL && equal(tle->expr, plan->window->pane_expr))
 			spec->window_column = pstrdup(colname);
-		for (attno = 0; attno < desc->natts; attno++)
-		{
-			att = TupleDescAttr(desc, attno);
-			if (!att->attisdropped && strcmp(NameStr(att->attname), colname) == 0)
-				break;
-		}
-		if (attno == desc->natts)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("output_stream \"%s\" has no column \"%s\"",
-							spec->output_stream, colname),
-					 errhint("The output stream takes the view's columns by name.")));
-		from = exprType((Node *) tle->expr);
-		if (!can_coerce_type(1, &from, &att->atttypid, COERCION_ASSIGNMENT))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of output_stream \"%s\" is of type %s, the view's is %s",
-							colname, spec->output_stream, format_type_be(att->atttypid),
-							format_type_be(from))));
-		given = bms_add_member(given, attno);
+		given = bms_add_member(given, output_column(spec, desc, colname,
+													exprType((Node *) tle->expr)));
+		columns = lappend(columns, makeString(pstrdup(colname)));
+	}
+	if (session != NULL)
+	{
+		/* the bounds the view adds (sessions.c) */
+		given = bms_add_member(given, output_column(spec, desc, "session_start", session->time_type));
+		given = bms_add_member(given, output_column(spec, desc, "session_end", session->time_type));
+		columns = lappend(columns, makeString("session_start"));
+		columns = lappend(columns, makeString("session_end"));
 	}
 	for (int attno = 0; attno < desc->natts; attno++)
 	{
@@ -220,18 +257,16 @@ check_output_stream(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("emit = 'on_close' needs the window start in the select list"),
-				 errhint("Select the stream_ext.tumble(...) group key.")));
+				 errhint("Select the stream_ext.tumble(...) group key, or the window start of hop().")));
 	spec->output_sql = quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->output_relid)),
 												  get_rel_name(spec->output_relid));
-	spec->column_list = NULL;
-	nc = list_head(plan->colnames);
 	{
 		StringInfoData cols;
 		StringInfoData vals;
 
 		initStringInfo(&cols);
 		initStringInfo(&vals);
-		foreach(nc, plan->colnames)
+		foreach(nc, columns)
 		{
 			const char *c = quote_identifier(strVal(lfirst(nc)));
 
@@ -243,40 +278,176 @@ check_output_stream(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid
 	}
 }
 
+static void
+lateness_not_supported(LatenessSpec *spec, const char *detail, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s needs a time window over timestamp with time zone",
+					spec->emit_on_close ? "emit = 'on_close'" : "allowed_lateness"),
+			 detail ? errdetail("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0));
+}
+
 /*
- * After cv_analyze() and the window options: the view must be a tumbling
- * window; sets the qualification that keeps late rows out of maintenance.
+ * Hopping: the group key telling which of a row's windows it joins,
+ * stream_ext.hop_open_from(pane, size, slide, $1): rows that arrive after
+ * some of their windows closed are kept apart from the others of their
+ * pane, and the view expands them only into their open windows.
+ */
+static CVKey *
+open_from_key(CVPlan *plan)
+{
+	CVWindow   *win = plan->window;
+	Oid			argtypes[4] = {TIMESTAMPTZOID, INTERVALOID, INTERVALOID, TIMESTAMPTZOID};
+	Param	   *wm = makeNode(Param);
+	CVKey	   *key = palloc0(sizeof(CVKey));
+	Interval   *size = palloc(sizeof(Interval));
+	Interval   *slide = palloc(sizeof(Interval));
+
+	*size = win->size;
+	*slide = win->slide;
+	wm->paramkind = PARAM_EXTERN;
+	wm->paramid = 1;
+	wm->paramtype = TIMESTAMPTZOID;
+	wm->paramtypmod = -1;
+	wm->paramcollid = InvalidOid;
+	wm->location = -1;
+	key->expr = (Expr *) makeFuncExpr(LookupFuncName(list_make2(makeString("stream_ext"),
+																makeString("hop_open_from")),
+													 4, argtypes, false),
+									  TIMESTAMPTZOID,
+									  list_make4(copyObject(win->pane_expr),
+												 makeConst(INTERVALOID, -1, InvalidOid, sizeof(Interval),
+														   IntervalPGetDatum(size), false, false),
+												 makeConst(INTERVALOID, -1, InvalidOid, sizeof(Interval),
+														   IntervalPGetDatum(slide), false, false),
+												 wm),
+									  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	key->colname = "window_open_from";
+	key->type = TIMESTAMPTZOID;
+	key->typmod = -1;
+	key->collation = InvalidOid;
+	return key;
+}
+
+/*
+ * The backfill at CREATE runs before the view has a watermark: every row
+ * is on time (the key's $1 becomes NULL).  Call after the maintenance
+ * statement was generated.
  */
 void
-lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid)
+lateness_before_backfill(LatenessSpec *spec)
+{
+	FuncExpr   *f;
+
+	if (spec->open_from_key == NULL)
+		return;
+	f = (FuncExpr *) spec->open_from_key->expr;
+	llast(f->args) = makeNullConst(TIMESTAMPTZOID, -1, InvalidOid);
+}
+
+/*
+ * After cv_analyze() and the window options: which rows are on time (see
+ * docs/windows.md, "Late data", for the rule of each window kind); sets
+ * the qualification that keeps late rows out of maintenance.  SESSION is
+ * the view's session window, or NULL.
+ */
+void
+lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid,
+				  SessionSpec *session)
 {
 	List	   *ctx = stream_context(plan);
-	FuncExpr   *tumble;
+	CVWindow   *win = plan->window;
+	const char *ts;
 
-	if (plan->window == NULL || plan->window->kind != CV_WINDOW_TUMBLING)
+	if (session != NULL)
+	{
+		if (session->time_type != TIMESTAMPTZOID)
+			lateness_not_supported(spec, psprintf("time_column \"%s\" is of type %s.", session->time_column,
+												  format_type_be(session->time_type)), NULL);
+		spec->kind = "session";
+		ts = psprintf("s.%s", quote_identifier(session->time_column));
+		spec->event_time_sql = (char *) ts;
+		spec->size_sql = interval_sql_literal(session->gap);
+		spec->window_column = "session_end";
+		/*
+		 * On time: later than the watermark.  A session closed (its last
+		 * event + gap <= watermark) then never grows nor merges.
+		 */
+		plan->extra_batch_qual =
+			psprintf("($1::pg_catalog.timestamptz IS NULL OR %s IS NULL"
+					 " OR %s OPERATOR(pg_catalog.>) $1::pg_catalog.timestamptz)", ts, ts);
+		spec->all_open_sql = (char *) plan->extra_batch_qual;
+		spec->late_reason_sql = "'behind watermark'";
+	}
+	else if (win != NULL && (win->kind == CV_WINDOW_TUMBLING ||
+							 (win->kind == CV_WINDOW_SLIDING && !spec->emit_on_close)))
+	{
+		/*
+		 * The row's window (tumbling), or the last window showing its step
+		 * bucket (sliding), is [start, start + size) with start the pane.
+		 */
+		FuncExpr   *pane = (FuncExpr *) win->pane_expr;
+		char	   *start;
+
+		Assert(IsA(pane, FuncExpr) && list_length(pane->args) == 2);
+		if (exprType(linitial(pane->args)) != TIMESTAMPTZOID)
+			lateness_not_supported(spec, "The tumble() is over timestamp without time zone.", NULL);
+		spec->kind = win->kind == CV_WINDOW_TUMBLING ? "tumbling" : "sliding";
+		start = deparse_expression((Node *) pane, ctx, true, false);
+		spec->event_time_sql = deparse_expression(linitial(pane->args), ctx, true, false);
+		spec->size_sql = interval_sql_literal(&win->size);
+		/* on time: no watermark yet, no event time, or its window still open */
+		plan->extra_batch_qual =
+			psprintf("($1::pg_catalog.timestamptz IS NULL OR (%s) IS NULL"
+					 " OR (%s) OPERATOR(pg_catalog.+) %s OPERATOR(pg_catalog.>) $1::pg_catalog.timestamptz)",
+					 start, start, spec->size_sql);
+		spec->all_open_sql = (char *) plan->extra_batch_qual;
+		spec->late_reason_sql = "'window closed'";
+	}
+	else if (win != NULL && win->kind == CV_WINDOW_HOPPING)
+	{
+		FuncExpr   *pane = (FuncExpr *) win->pane_expr;
+		char	   *slide_sql = interval_sql_literal(&win->slide);
+
+		Assert(IsA(pane, FuncExpr) && list_length(pane->args) == 2);
+		if (exprType(linitial(pane->args)) != TIMESTAMPTZOID)
+			lateness_not_supported(spec, "The hop() is over timestamp without time zone.", NULL);
+		spec->kind = "hopping";
+		ts = deparse_expression(linitial(pane->args), ctx, true, false);
+		spec->event_time_sql = (char *) ts;
+		spec->size_sql = interval_sql_literal(&win->size);
+		spec->open_from_key = open_from_key(plan);
+		plan->keys = lappend(plan->keys, spec->open_from_key);
+		win->open_from_column = spec->open_from_key->colname;
+		/* applied: its last window (starting at tumble(ts, slide)) is open */
+		plan->extra_batch_qual =
+			psprintf("($1::pg_catalog.timestamptz IS NULL OR (%s) IS NULL"
+					 " OR stream_ext.tumble(%s, %s) OPERATOR(pg_catalog.+) %s"
+					 " OPERATOR(pg_catalog.>) $1::pg_catalog.timestamptz)",
+					 ts, ts, slide_sql, spec->size_sql);
+		spec->all_open_sql =
+			psprintf("(%s OPERATOR(pg_catalog.=) '-infinity'::pg_catalog.timestamptz)",
+					 deparse_expression((Node *) spec->open_from_key->expr, ctx, true, false));
+		spec->late_reason_sql =
+			psprintf("CASE WHEN %s THEN 'some windows closed' ELSE 'window closed' END",
+					 plan->extra_batch_qual);
+	}
+	else if (win != NULL && win->kind == CV_WINDOW_SLIDING)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s needs a tumbling window",
-						spec->emit_on_close ? "emit = 'on_close'" : "allowed_lateness"),
-				 errdetail("Late rows are judged by the end of their window."),
-				 errhint("Group by stream_ext.tumble(time_column, size).")));
-	tumble = (FuncExpr *) plan->window->pane_expr;
-	Assert(IsA(tumble, FuncExpr) && list_length(tumble->args) == 2);
-	if (exprType(linitial(tumble->args)) != TIMESTAMPTZOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("allowed_lateness needs a tumbling window over timestamp with time zone")));
+				 errmsg("emit = 'on_close' is not supported for sliding windows"),
+				 errdetail("A sliding view shows the window ending at the reader's now(); no window of it closes."),
+				 errhint("For the final result of every window of sliding_window length, one per step, aggregate over stream_ext.hop(ts, sliding_window, step).")));
+	else
+		lateness_not_supported(spec, "Late rows are judged by the end of their window.",
+							   spec->emit_on_close ?
+							   "Group by stream_ext.tumble(time_column, size), aggregate over stream_ext.hop(), or use session_gap." :
+							   "Group by stream_ext.tumble(time_column, size), aggregate over stream_ext.hop(), or use session_gap or sliding_window.");
 
-	spec->window_start_sql = deparse_expression((Node *) tumble, ctx, true, false);
-	spec->event_time_sql = deparse_expression(linitial(tumble->args), ctx, true, false);
-	spec->size_sql = interval_sql_literal(&plan->window->size);
-	/* on time: no watermark yet, no event time, or its window still open */
 	if (spec->emit_on_close)
-		check_output_stream(spec, plan, query, streamid);
-	plan->extra_batch_qual =
-		psprintf("($1::pg_catalog.timestamptz IS NULL OR (%s) IS NULL"
-				 " OR (%s) OPERATOR(pg_catalog.+) %s OPERATOR(pg_catalog.>) $1::pg_catalog.timestamptz)",
-				 spec->window_start_sql, spec->window_start_sql, spec->size_sql);
+		check_output_stream(spec, plan, streamid, session);
 }
 
 /*
@@ -303,9 +474,9 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 											 deparse_expression(where, stream_context(plan), true, false)) : "";
 
 	late_sql = psprintf("INSERT INTO stream_ext.late_rows (view, event_time, watermark, reason, \"row\")"
-						" SELECT $2::pg_catalog.regclass, %s, $1, 'window closed', pg_catalog.to_jsonb(s)"
+						" SELECT $2::pg_catalog.regclass, %s, $1, %s, pg_catalog.to_jsonb(s)"
 						" FROM " CV_NEW_ROWS " s WHERE NOT (%s)%s",
-						spec->event_time_sql, plan->extra_batch_qual, where_sql);
+						spec->event_time_sql, spec->late_reason_sql, spec->all_open_sql, where_sql);
 	max_sql = psprintf("SELECT pg_catalog.max(%s) FROM " CV_NEW_ROWS " s WHERE true%s",
 					   spec->event_time_sql, where_sql);
 	backfill_sql = psprintf("SELECT pg_catalog.max(%s) FROM %s s WHERE true%s",

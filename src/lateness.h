@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * lateness.h
- *	  Late data of tumbling windows (allowed_lateness, watermarks,
+ *	  Late data of time windows (allowed_lateness, watermarks,
  *	  stream_ext.late_rows).
  *
  *-------------------------------------------------------------------------
@@ -13,21 +13,27 @@
 #include "nodes/pg_list.h"
 
 #include "analyze.h"
+#include "sessions.h"
 
 typedef struct LatenessSpec
 {
 	bool		enabled;
 	char	   *text;
 	Interval   *lateness;
-	char	   *window_start_sql;	/* over the stream, alias s */
 	char	   *event_time_sql;
-	char	   *size_sql;
+	char	   *size_sql;		/* a window closes this long after its
+								 * window column: size, session_gap */
+	const char *kind;			/* "tumbling", "hopping", "session" */
+	char	   *all_open_sql;	/* the row misses no window (SQL over s) */
+	char	   *late_reason_sql;	/* late_rows.reason of a row that does */
+	CVKey	   *open_from_key;	/* hopping: stream_ext.hop_open_from() */
 	/* emit = 'on_close', output_stream = '...' */
 	bool		emit_on_close;
 	char	   *output_stream;	/* as given */
 	Oid			output_relid;
 	char	   *output_sql;		/* qualified, quoted */
-	char	   *window_column;	/* view column holding the window start */
+	char	   *window_column;	/* view column a window closes after:
+								 * window start, session_end */
 	char	   *column_list;	/* the view's columns, quoted */
 	char	   *value_list;		/* the same, as v.column */
 } LatenessSpec;
@@ -45,7 +51,8 @@ typedef struct LatenessInfo
 
 extern List *lateness_take_options(List *options, LatenessSpec *spec);
 extern void lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query,
-							  Oid streamid);
+							  Oid streamid, SessionSpec *session);
+extern void lateness_before_backfill(LatenessSpec *spec);
 extern void lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 							const char *stream_sql, const char *view_sql);
 extern LatenessInfo *lateness_lookup(Oid viewid, MemoryContext mcxt);

@@ -270,6 +270,9 @@ sessions_maintain_sql(SessionSpec *spec, CVPlan *plan, const char *matrel,
 					 t, interval_sql_literal(spec->gap), source, t);
 	if (where)
 		appendStringInfo(&buf, " AND (%s)", deparse_expression(where, ctx, true, false));
+	/* allowed_lateness: late rows stay out (lateness.c) */
+	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
+		appendStringInfo(&buf, " AND %s", plan->extra_batch_qual);
 	appendStringInfo(&buf, ") s) s GROUP BY %s, s.stream_ext_island", keys.data);
 	return buf.data;
 }

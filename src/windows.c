@@ -61,6 +61,7 @@
 PG_FUNCTION_INFO_V1(stream_ext_tumble);
 PG_FUNCTION_INFO_V1(stream_ext_hop);
 PG_FUNCTION_INFO_V1(stream_ext_expire_sliding);
+PG_FUNCTION_INFO_V1(stream_ext_hop_open_from);
 
 /* windows are aligned to 1970-01-01 00:00:00 (UTC for timestamptz) */
 #define WINDOW_ORIGIN ((int64) (UNIX_EPOCH_JDATE - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY)
@@ -244,6 +245,46 @@ stream_ext_hop(PG_FUNCTION_ARGS)
 		SRF_RETURN_NEXT(funcctx, Int64GetDatum(w));
 	}
 	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * stream_ext.hop_open_from(pane, size, slide, watermark): of the hopping
+ * windows holding PANE, where the ones a row of that pane may still join
+ * start, given WATERMARK (allowed_lateness, lateness.c): -infinity when all
+ * of them are open (or there is no watermark yet), else the start of the
+ * first window ending after the watermark.  Windows close in the order of
+ * their start, so the closed windows of a row are those starting before
+ * this.  A group key of hopping views with allowed_lateness: the view
+ * expands a pane only into windows starting at or after it.
+ */
+Datum
+stream_ext_hop_open_from(PG_FUNCTION_ARGS)
+{
+	int64		pane;
+	int64		wm;
+	int64		size;
+	int64		slide;
+	int64		t;
+	int64		first;
+	int64		first_open;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		PG_RETURN_TIMESTAMPTZ(DT_NOBEGIN);
+	pane = PG_GETARG_INT64(0);
+	size = window_usecs(PG_GETARG_INTERVAL_P(1), "hop() size");
+	slide = window_usecs(PG_GETARG_INTERVAL_P(2), "hop() slide");
+	wm = PG_GETARG_INT64(3);
+	check_hop_args(size, slide);
+	if (TIMESTAMP_NOT_FINITE(pane) || TIMESTAMP_NOT_FINITE(wm) ||
+		pg_sub_s64_overflow(pane, size, &t) || !IS_VALID_TIMESTAMP(t) ||
+		pg_sub_s64_overflow(wm, size, &first_open) || !IS_VALID_TIMESTAMP(first_open))
+		PG_RETURN_TIMESTAMPTZ(DT_NOBEGIN);
+	/* the first window holding pane, and the first one ending after wm */
+	first = align_down(t, slide) + slide;
+	first_open = align_down(first_open, slide) + slide;
+	if (first >= first_open)
+		PG_RETURN_TIMESTAMPTZ(DT_NOBEGIN);
+	PG_RETURN_TIMESTAMPTZ(first_open);
 }
 
 /* ---- query analysis ---------------------------------------------------- */
@@ -774,6 +815,8 @@ window_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 		CVKey	   *key = lfirst(lc);
 		const char *col = quote_identifier(key->colname);
 
+		if (win->open_from_column && strcmp(key->colname, win->open_from_column) == 0)
+			continue;			/* applied below: not a key of the view */
 		if (is_pane_key(plan, key))
 		{
 			panecol = pstrdup(col);
@@ -806,8 +849,14 @@ window_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 	appendStringInfo(&buf, " FROM %s m", matrel);
 	Assert(panecol != NULL);
 	if (win->kind == CV_WINDOW_HOPPING)
+	{
 		appendStringInfo(&buf, " CROSS JOIN LATERAL stream_ext.hop(m.%s, %s, %s) AS w(window_start)",
 						 panecol, usecs_literal(win->size_us), usecs_literal(win->slide_us));
+		/* rows that arrived after some of their windows closed: the others */
+		if (win->open_from_column)
+			appendStringInfo(&buf, " WHERE w.window_start OPERATOR(pg_catalog.>=) m.%s",
+							 quote_identifier(win->open_from_column));
+	}
 	else
 		appendStringInfo(&buf, " WHERE m.%s OPERATOR(pg_catalog.>=) (pg_catalog.now() OPERATOR(pg_catalog.-) %s)",
 						 panecol, usecs_literal(win->size_us));

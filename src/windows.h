@@ -36,6 +36,9 @@ typedef struct CVWindow
 	Expr	   *pane_expr;		/* the matrel key holding the pane/bucket */
 	char	   *time_column;	/* sliding: stream column */
 	bool		user_keyless;	/* sliding over a query without GROUP BY */
+	char	   *open_from_column;	/* hopping with allowed_lateness: the key
+									 * column of stream_ext.hop_open_from()
+									 * (lateness.c), or NULL */
 } CVWindow;
 
 /* take the options of WITH (continuous, ...) that windows own */

@@ -25,6 +25,14 @@ CREATE FUNCTION stream_ext.hop(ts timestamp, size interval, slide interval)
     AS 'MODULE_PATHNAME', 'stream_ext_hop'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
 
+-- Hopping windows with allowed_lateness: where the windows of pane that a
+-- row may still join start, given the watermark (-infinity: all of them).
+CREATE FUNCTION stream_ext.hop_open_from(pane timestamptz, size interval, slide interval,
+                                         watermark timestamptz)
+    RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'stream_ext_hop_open_from'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
 -- Reads of hopping and sliding views merge pane states with
 -- stream_ext.merge_states() (src/sql/40_sessions.sql).
 

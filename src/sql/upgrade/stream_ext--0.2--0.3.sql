@@ -85,3 +85,12 @@ BEGIN
     RETURN format('%I.%I', mrel_nsp, idxname)::regclass;
 END
 $$;
+
+-- late data and emit-on-close for every window kind (lateness.c)
+-- Hopping windows with allowed_lateness: where the windows of pane that a
+-- row may still join start, given the watermark (-infinity: all of them).
+CREATE FUNCTION stream_ext.hop_open_from(pane timestamptz, size interval, slide interval,
+                                         watermark timestamptz)
+    RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'stream_ext_hop_open_from'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
