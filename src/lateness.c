@@ -469,6 +469,11 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	char	   *late_sql;
 	char	   *max_sql;
 	char	   *backfill_sql;
+	Datum		first_max;
+	bool		first_max_isnull;
+	Oid			wm_types[2];
+	Datum		wm_values[2];
+	char		wm_nulls[2] = {' ', ' '};
 	Node	   *where = plan->query->jointree->quals;
 	char	   *where_sql = where ? psprintf(" AND (%s)",
 											 deparse_expression(where, stream_context(plan), true, false)) : "";
@@ -512,19 +517,34 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	vals6[5] = ObjectIdGetDatum(spec->output_relid);
 	nulls[5] = spec->emit_on_close ? ' ' : 'n';
 
-	catalog_begin_write(&save_userid, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+
+	/*
+	 * The rows backfilled so far set the first watermark.  backfill_sql
+	 * holds the view's own expressions: it runs as the creating user (the
+	 * view's owner), never as the catalog's owner.
+	 */
+	if (SPI_execute(backfill_sql, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "stream_ext: reading the stream's newest event time failed");
+	first_max = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+							  &first_max_isnull);
+
+	catalog_begin_write(&save_userid, &save_sec);
 	if (SPI_execute_with_args("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
 							  " emit_sql, output_stream)"
 							  " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
 							  " $6::pg_catalog.regclass)",
 							  6, types6, vals6, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: recording allowed_lateness failed");
-	/* the rows backfilled so far set the first watermark */
-	if (SPI_execute_with_args(psprintf("INSERT INTO stream_ext.watermarks (view, max_event_time)"
-									   " SELECT $1::pg_catalog.regclass, (%s)", backfill_sql),
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+	wm_types[0] = OIDOID;
+	wm_types[1] = TIMESTAMPTZOID;
+	wm_values[0] = ObjectIdGetDatum(viewid);
+	wm_values[1] = first_max;
+	wm_nulls[1] = first_max_isnull ? 'n' : ' ';
+	if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks (view, max_event_time)"
+							  " VALUES ($1::pg_catalog.regclass, $2)",
+							  2, wm_types, wm_values, wm_nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: recording the watermark failed");
 	SPI_finish();
 	catalog_end_write(save_userid, save_sec);
@@ -696,12 +716,15 @@ lateness_end_batch(LatenessInfo *info, TimestampTz wm, bool wm_isnull)
 	Oid			argtypes[2] = {TIMESTAMPTZOID, OIDOID};
 	Datum		values[2] = {TimestampTzGetDatum(wm), ObjectIdGetDatum(info->viewid)};
 	char		nulls[2] = {wm_isnull ? 'n' : ' ', ' '};
-	Oid			save_userid;
-	int			save_sec;
 	bool		isnull;
 	Datum		batch_max;
 
-	catalog_begin_write(&save_userid, &save_sec);
+	/*
+	 * Both statements evaluate the view's own expressions (its WHERE clause,
+	 * its event time), so they run as the current user -- the view's owner,
+	 * security-restricted -- never as the catalog's owner.  late_rows lets a
+	 * view's owner insert rows of its own views (its row-level policy).
+	 */
 	if (!wm_isnull &&
 		SPI_execute_with_args(info->late_sql, 2, argtypes, values, nulls,
 							  false, 0) != SPI_OK_INSERT)
@@ -709,7 +732,6 @@ lateness_end_batch(LatenessInfo *info, TimestampTz wm, bool wm_isnull)
 	if (SPI_execute(info->max_sql, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "stream_ext: reading the batch's event time failed");
 	batch_max = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	catalog_end_write(save_userid, save_sec);
 	if (!isnull)
 		raise_max_event_time(info->viewid, batch_max);
 	if (info->emit_sql)
