@@ -68,9 +68,31 @@ pg_private_root() {
 		done
 		ln -sfn "tree$sys_bin" "$root/bin"
 		msg "private PostgreSQL installation in $root"
+	else
+		pg_private_refresh "$root"
 	fi
 	PG_CONFIG=$(readlink -f "$root/bin")/pg_config
 	chmod -R a+rX "$root"
+}
+
+# An existing private copy gets the extensions installed into the system
+# PostgreSQL since it was made (apt-get install postgresql-15-hll): every
+# file of the system's pkglibdir and share/extension/ that is missing from
+# the copy or newer than the copy's is copied over.  stream_ext's own files
+# are left alone (the copy has this checkout's build).
+pg_private_refresh() {
+	local root=$1 dir rel n=0
+	# already pointed into the copy (a nested call of pg_env): nothing to do
+	[[ $(readlink -f "$PG_CONFIG") == "$(readlink -f "$root")"/* ]] && return 0
+	for dir in "$("$PG_CONFIG" --pkglibdir)" "$("$PG_CONFIG" --sharedir)/extension"; do
+		while IFS= read -r -d '' rel; do
+			[[ -e $root/tree$dir/$rel && ! $dir/$rel -nt $root/tree$dir/$rel ]] && continue
+			mkdir -p "$(dirname "$root/tree$dir/$rel")"
+			cp -a "$dir/$rel" "$root/tree$dir/$rel"
+			n=$((n + 1))
+		done < <(cd "$dir" && find . ! -type d ! -name 'stream_ext*' -print0)
+	done
+	[[ $n -eq 0 ]] || msg "private PostgreSQL installation in $root: $n new file(s) from the system's"
 }
 
 is_root() { [[ $(id -u) -eq 0 ]]; }
