@@ -67,3 +67,24 @@ ORDER BY k;
 -- the stream still takes rows
 INSERT INTO s VALUES (0, 5, 5);
 SELECT n FROM td;
+
+-- PostgreSQL's MIN/MAX optimization (an index scan with LIMIT 1 instead of
+-- an aggregate) must not take over a view's statements: max(x) with an
+-- index on x, and min/max of constants as the only aggregates, are created
+-- (with backfill from existing rows) and maintained like any other
+SELECT stream_ext.create_stream('other_aggs.m', 'x int, t text');
+CREATE INDEX ON m (x);
+CREATE INDEX ON m (t);
+INSERT INTO m SELECT g, 'v' || g FROM generate_series(1, 2000) g;
+ANALYZE m;
+CREATE VIEW m_max WITH (continuous) AS SELECT max(x) AS hi FROM m;
+CREATE VIEW m_minmax WITH (continuous) AS SELECT min(x) AS lo, max(x) AS hi, min(t) AS first_t FROM m;
+CREATE VIEW m_const WITH (continuous) AS SELECT max(100) AS c, min('abc'::text) AS s FROM m;
+CREATE VIEW m_having WITH (continuous) AS SELECT max(x) AS hi FROM m HAVING max(x) > 0;
+SELECT * FROM m_max, m_minmax, m_const, m_having;
+INSERT INTO m VALUES (5000, 'a'), (-3, NULL);
+INSERT INTO m VALUES (NULL, 'zz');
+SELECT (SELECT hi FROM m_max) = (SELECT max(x) FROM m) AS max_ok,
+       (SELECT (lo, hi, first_t) FROM m_minmax) = (SELECT (min(x), max(x), min(t)) FROM m) AS minmax_ok,
+       (SELECT (c, s) FROM m_const) = (SELECT (max(100), min('abc'::text)) FROM m) AS const_ok,
+       (SELECT hi FROM m_having) = 5000 AS having_ok;

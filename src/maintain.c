@@ -35,7 +35,9 @@
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
+#include "nodes/makefuncs.h"
 #include "access/htup_details.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -150,11 +152,70 @@ rewrite_plan(Plan *plan)
 	}
 }
 
+/*
+ * PostgreSQL's MIN/MAX optimization (planagg.c) replaces the aggregates of
+ * an ungrouped query over one table by "ORDER BY ... LIMIT 1" subplans when
+ * every aggregate is MIN/MAX-like (has a sort operator) and that is
+ * cheaper: an index on the argument, or a constant argument (max(100)).
+ * Under stream_ext.partial() that leaves no Agg node to switch to partial
+ * mode, and the wrapper itself would run.  planagg skips aggregates with a
+ * FILTER clause, so each such wrapped aggregate of an ungrouped query gets
+ * the filter "WHERE true" before planning: same rows, same result, a plain
+ * Agg node.  Only stream_ext.partial()'s own arguments are touched.
+ */
+static bool
+agg_has_sortop(Oid aggfnoid)
+{
+	HeapTuple	tup;
+	bool		result;
+
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = OidIsValid(((Form_pg_aggregate) GETSTRUCT(tup))->aggsortop);
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static bool
+keep_partial_aggs_walker(Node *node, void *context)
+{
+	bool		grouped = context != NULL && *(bool *) context;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *query = (Query *) node;
+		bool		query_grouped = query->groupClause != NIL;
+
+		return query_tree_walker(query, keep_partial_aggs_walker,
+								 &query_grouped, 0);
+	}
+	if (!grouped && IsA(node, FuncExpr) &&
+		is_partial_func(((FuncExpr *) node)->funcid))
+	{
+		FuncExpr   *func = (FuncExpr *) node;
+		Aggref	   *aggref;
+
+		if (list_length(func->args) == 2 && IsA(linitial(func->args), Aggref))
+		{
+			aggref = (Aggref *) linitial(func->args);
+			if (aggref->aggfilter == NULL && agg_has_sortop(aggref->aggfnoid))
+				aggref->aggfilter = (Expr *) makeBoolConst(true, false);
+		}
+	}
+	return expression_tree_walker(node, keep_partial_aggs_walker, context);
+}
+
 static PlannedStmt *
 stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 				   ParamListInfo boundParams)
 {
 	PlannedStmt *result;
+
+	if (stream_ext_maintenance_depth > 0)
+		(void) keep_partial_aggs_walker((Node *) parse, NULL);
 
 	if (prev_planner_hook)
 		result = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
