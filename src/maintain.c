@@ -53,6 +53,7 @@
 #include "maintain.h"
 #include "stats.h"
 #include "transform.h"
+#include "util.h"
 #include "windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
@@ -245,6 +246,8 @@ typedef struct MaintEntry
 	AttrNumber	arrival_attnum; /* stream's arrival_timestamp, for stats */
 	TimestampTz next_expiry;	/* sliding windows: see windows.c */
 	LatenessInfo *lateness;		/* allowed_lateness: see lateness.c */
+	List	   *statements;		/* the SQL of the plans, for errors */
+	char	   *error_context;	/* "maintenance of continuous view ..." */
 	MemoryContext cxt;
 } MaintEntry;
 
@@ -363,6 +366,27 @@ prepare_plans(MaintEntry *entry)
 		entry->distinct_plans = lappend(entry->distinct_plans, plan);
 		MemoryContextSwitchTo(old);
 	}
+
+	/*
+	 * An error in these statements gets a short CONTEXT naming the view
+	 * instead of the statements themselves (se_rethrow_short_context).
+	 */
+	old = MemoryContextSwitchTo(entry->cxt);
+	entry->statements = lcons(entry->cat.maintain_sql, list_copy(entry->cat.distinct_sql));
+	if (entry->cat.expire_sql)
+		entry->statements = lappend(entry->statements, entry->cat.expire_sql);
+	if (entry->lateness)
+	{
+		entry->statements = lappend(entry->statements, entry->lateness->late_sql);
+		entry->statements = lappend(entry->statements, entry->lateness->max_sql);
+		if (entry->lateness->emit_sql)
+			entry->statements = lappend(entry->statements, entry->lateness->emit_sql);
+	}
+	entry->error_context =
+		psprintf("maintenance of continuous view %s (statements in stream_ext.view_catalog)",
+				 quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry->cat.viewid)),
+											get_rel_name(entry->cat.viewid)));
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -498,6 +522,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	bool		wm_isnull = true;
 	instr_time	start;
 	instr_time	elapsed;
+	MemoryContext caller_cxt = CurrentMemoryContext;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
@@ -556,11 +581,17 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 			lateness_end_batch(entry->lateness, wm, wm_isnull);
 		window_expire_opportunistic(&entry->cat, &entry->next_expiry);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		stream_ext_maintenance_depth--;
+		se_rethrow_short_context(caller_cxt, entry->statements,
+								 "%s, batch of " UINT64_FORMAT " rows inserted into %s",
+								 entry->error_context,
+								 (uint64) tuplestore_tuple_count(trigdata->tg_newtable),
+								 RelationGetRelationName(trigdata->tg_relation));
 	}
 	PG_END_TRY();
+	stream_ext_maintenance_depth--;
 
 	owner_context_leave(&octx);
 	SPI_finish();
