@@ -191,8 +191,8 @@ typedef struct ColumnUseContext
  * qualify stream columns (s.x), so a column reference ending in attname
  * counts, whatever its qualifier (at worst a same-named column of another
  * table protects this one too), and so does a target column of an INSERT
- * into the stream (an output stream).  A whole-row reference (s.*, or a bare name that
- * may be a row variable) counts for every column.
+ * into the stream (an output stream).  A whole-row reference (s.*, or a
+ * bare name that may be a row variable) counts for every column.
  */
 static bool
 column_use_walker(Node *node, ColumnUseContext *cx)
