@@ -255,12 +255,34 @@ call_support(AggSupportCache *cache, FmgrInfo *fn, Oid collation, int nargs,
 	return result;
 }
 
-/* Turn a stored state into an in-memory transition value (in scratch) */
+/*
+ * Turn a stored state into an in-memory transition value (in scratch).
+ *
+ * A state read from a view's table may be TOAST-compressed or stored out of
+ * line (a state of a few kB, like a t-digest's or an HLL's, is compressed by
+ * the table's TOAST).  PostgreSQL never hands such a value to a support
+ * function, and they rely on it: deserialize functions read the bytes
+ * directly, combine functions of varlena states update them in place.  So
+ * the value is detoasted first; a detoasted copy lives in scratch, which is
+ * reset after the call.
+ */
 static Datum
 load_state(AggSupportCache *cache, Datum stored, bool *isnull)
 {
 	if (*isnull)
 		return (Datum) 0;
+	if (cache->storedlen == -1)
+	{
+		struct varlena *plain = pg_detoast_datum((struct varlena *) DatumGetPointer(stored));
+
+		if (plain != (struct varlena *) DatumGetPointer(stored))
+		{
+			/* already a private copy in scratch: no second copy needed */
+			if (!cache->serialized)
+				return PointerGetDatum(plain);
+			stored = PointerGetDatum(plain);
+		}
+	}
 	if (cache->serialized)
 	{
 		Datum		args[2] = {stored, PointerGetDatum(NULL)};

@@ -118,6 +118,15 @@ collect_aggs_walker(Node *node, List **aggs)
 static void
 check_btree_type(CVPlan *plan, Oid type, const char *what, Expr *expr)
 {
+	/* an anonymous row (k, x) has a btree opclass but no column can hold it */
+	if (get_typtype(type) == TYPTYPE_PSEUDO)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s of type %s is not supported in a continuous view",
+						what, format_type_be(type)),
+				 errdetail("The materialization stores it in a column, and a column cannot have a pseudo-type."),
+				 errhint("Cast a row value to a composite type made with CREATE TYPE, or use one expression per column."),
+				 error_position(plan->querytext, exprLocation((Node *) expr))));
 	if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

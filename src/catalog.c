@@ -23,6 +23,8 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parser.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -30,6 +32,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/varlena.h"
 #include "access/table.h"
 #include "access/genam.h"
 
@@ -114,19 +117,30 @@ catalog_is_stream(Oid relid)
  * (before ALTER EXTENSION stream_ext UPDATE) must not read them.
  */
 static bool
+has_catalog_table(const char *name)
+{
+	return OidIsValid(get_relname_relid(name, get_namespace_oid("stream_ext", true)));
+}
+
+static bool
 has_transform_catalog(void)
 {
-	return OidIsValid(get_relname_relid("transform_catalog",
-										get_namespace_oid("stream_ext", true)));
+	return has_catalog_table("transform_catalog");
+}
+
+static bool
+view_catalog_has_column(const char *name)
+{
+	Oid			relid = get_relname_relid("view_catalog",
+										  get_namespace_oid("stream_ext", true));
+
+	return OidIsValid(relid) && get_attnum(relid, name) != InvalidAttrNumber;
 }
 
 static bool
 view_catalog_has_notify(void)
 {
-	Oid			relid = get_relname_relid("view_catalog",
-										  get_namespace_oid("stream_ext", true));
-
-	return OidIsValid(relid) && get_attnum(relid, "notify") != InvalidAttrNumber;
+	return view_catalog_has_column("notify");
 }
 
 /* a materialization, side table, transform or a transform's table? */
@@ -162,6 +176,161 @@ catalog_stream_has_views(Oid relid)
 							 " WHERE stream = $1 OR output_stream = $1" :
 							 "SELECT 1 FROM stream_ext.view_catalog WHERE stream = $1",
 							 relid, false) > 0;
+}
+
+/* ---- which columns of a stream continuous views and transforms use ---- */
+
+typedef struct ColumnUseContext
+{
+	Oid			relid;
+	const char *attname;
+	bool		found;
+} ColumnUseContext;
+
+/*
+ * Does a raw parse tree reference column attname?  Generated statements
+ * qualify stream columns (s.x), so a column reference ending in attname
+ * counts, whatever its qualifier (at worst a same-named column of another
+ * table protects this one too), and so does a target column of an INSERT
+ * into the stream (an output stream).  A whole-row reference (s.*, or a
+ * bare name that may be a row variable) counts for every column.
+ */
+static bool
+column_use_walker(Node *node, ColumnUseContext *cx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, ColumnRef))
+	{
+		ColumnRef  *cr = (ColumnRef *) node;
+		Node	   *last = llast(cr->fields);
+
+		if (IsA(last, A_Star) || list_length(cr->fields) == 1 ||
+			strcmp(strVal(last), cx->attname) == 0)
+		{
+			cx->found = true;
+			return true;
+		}
+		return false;
+	}
+	if (IsA(node, InsertStmt) &&
+		RangeVarGetRelid(((InsertStmt *) node)->relation, NoLock, true) == cx->relid)
+	{
+		ListCell   *lc;
+
+		/* INSERT INTO stream (...): an output stream's written columns */
+		foreach(lc, ((InsertStmt *) node)->cols)
+		{
+			if (strcmp(((ResTarget *) lfirst(lc))->name, cx->attname) == 0)
+			{
+				cx->found = true;
+				return true;
+			}
+		}
+	}
+	return raw_expression_tree_walker(node, column_use_walker, (void *) cx);
+}
+
+/*
+ * A continuous view or transform (as text) that reads column attname of
+ * stream relid, or writes it (a transform into its output stream); NULL if
+ * none does.  Looks at every statement stored for them that reads the
+ * stream or writes to it (maintenance, DISTINCT, late data, final rows,
+ * transform SELECT) and at their time columns and output columns.  Only
+ * DDL calls this.
+ */
+char *
+catalog_column_user(Oid relid, const char *attname)
+{
+	StringInfoData sql;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *result = NULL;
+	MemoryContext caller = CurrentMemoryContext;
+	int			rc;
+
+	/*
+	 * (object, text, names): a statement reading the stream, or (names) a
+	 * list of the stream's column names the object uses.  Statements on
+	 * materializations only (TTL, sliding-window expiry, session
+	 * compaction) read no stream column.
+	 */
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT * FROM ("
+					 "SELECT v.view::pg_catalog.text, q.sql, false"
+					 "  FROM stream_ext.view_catalog v,"
+					 "       LATERAL pg_catalog.unnest(ARRAY[v.maintain_sql]"
+					 "               OPERATOR(pg_catalog.||) v.distinct_sql) AS q(sql)"
+					 " WHERE v.stream = $1");
+	/* windows came in 0.2: not in a 0.1 catalog before its update */
+	if (view_catalog_has_column("time_column"))
+		appendStringInfoString(&sql,
+							   " UNION ALL SELECT v.view::pg_catalog.text, pg_catalog.quote_ident(v.time_column), true"
+							   "  FROM stream_ext.view_catalog v WHERE v.stream = $1 AND v.time_column IS NOT NULL");
+	if (has_catalog_table("lateness_views"))
+		appendStringInfoString(&sql,
+							   " UNION ALL SELECT v.view::pg_catalog.text, q.sql, false"
+							   "  FROM stream_ext.view_catalog v"
+							   "  JOIN stream_ext.lateness_views l ON l.view OPERATOR(pg_catalog.=) v.view,"
+							   "       LATERAL pg_catalog.unnest(ARRAY[l.late_sql, l.max_sql, l.emit_sql]) AS q(sql)"
+							   " WHERE v.stream = $1 OR l.output_stream = $1");
+	if (has_catalog_table("session_views"))
+		appendStringInfoString(&sql,
+							   " UNION ALL SELECT v.view::pg_catalog.text, pg_catalog.quote_ident(w.time_column), true"
+							   "  FROM stream_ext.view_catalog v"
+							   "  JOIN stream_ext.session_views w ON w.view OPERATOR(pg_catalog.=) v.view"
+							   " WHERE v.stream = $1");
+	if (has_catalog_table("transform_catalog"))
+		appendStringInfoString(&sql,
+							   " UNION ALL SELECT t.transform::pg_catalog.text, t.select_sql, false"
+							   "  FROM stream_ext.transform_catalog t WHERE t.stream = $1"
+							   " UNION ALL SELECT t.transform::pg_catalog.text, t.columns, true"
+							   "  FROM stream_ext.transform_catalog t WHERE t.output_stream = $1");
+	/* the first user by name is reported */
+	appendStringInfoString(&sql, ") u ORDER BY 1");
+
+	SPI_connect();
+	rc = SPI_execute_with_args(sql.data, 1, argtypes, values, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext column lookup failed: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed && result == NULL; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *text = SPI_getvalue(tup, desc, 2);
+		bool		isnull;
+		ColumnUseContext cx = {relid, attname, false};
+		ListCell   *lc;
+
+		if (text == NULL)
+			continue;
+		if (DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)))
+		{
+			List	   *names;
+
+			/* a list we wrote with quote_identifier(): cannot fail */
+			if (!SplitIdentifierString(text, ',', &names))
+				cx.found = true;
+			foreach(lc, names)
+				if (strcmp(lfirst(lc), attname) == 0)
+					cx.found = true;
+		}
+		else
+		{
+			foreach(lc, raw_parser(text, RAW_PARSE_DEFAULT))
+			{
+				if (column_use_walker(((RawStmt *) lfirst(lc))->stmt, &cx))
+					break;
+			}
+		}
+		if (cx.found)
+			result = SPI_getvalue(tup, desc, 1);
+	}
+	if (result != NULL)
+		result = MemoryContextStrdup(caller, result);
+	SPI_finish();
+	return result;
 }
 
 /*
@@ -300,6 +469,29 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 }
 
 /*
+ * A feature of this module whose catalog objects the extension's SQL objects
+ * in this database do not have yet (the module was updated, ALTER EXTENSION
+ * stream_ext UPDATE was not run).
+ */
+void
+catalog_report_needs_update(const char *feature)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("stream_ext 0.2 or later is needed for %s", feature),
+			 errdetail("The extension's objects in this database are older than its loaded module."),
+			 errhint("Run ALTER EXTENSION stream_ext UPDATE.")));
+}
+
+/* Does catalog table stream_ext.name (added after 0.1) exist, else report */
+void
+catalog_require_table(const char *name, const char *feature)
+{
+	if (!has_catalog_table(name))
+		catalog_report_needs_update(feature);
+}
+
+/*
  * Has view_catalog the window columns (0.2)?  A database still on 0.1 is
  * served by this module until ALTER EXTENSION stream_ext UPDATE.
  */
@@ -328,10 +520,7 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 	int			rc;
 
 	if (!catalog_has_windows())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("time windows need stream_ext 0.2"),
-				 errhint("Run ALTER EXTENSION stream_ext UPDATE.")));
+		catalog_report_needs_update("time windows");
 	values[0] = ObjectIdGetDatum(viewid);
 	nulls[0] = ' ';
 	for (int i = 1; i < 8; i++)

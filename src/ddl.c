@@ -163,6 +163,7 @@ backfill(const char *sql)
 {
 	SPIPlanPtr	plan;
 	int			rc;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	stream_ext_maintenance_depth++;
 	PG_TRY();
@@ -177,11 +178,14 @@ backfill(const char *sql)
 			elog(ERROR, "stream_ext: backfill failed: %s", SPI_result_code_string(rc));
 		SPI_freeplan(plan);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		stream_ext_maintenance_depth--;
+		se_rethrow_short_context(cxt, list_make1((char *) sql),
+								 "backfill of the new continuous view from the rows already in its stream");
 	}
 	PG_END_TRY();
+	stream_ext_maintenance_depth--;
 }
 
 /*
@@ -593,12 +597,18 @@ check_alter(Node *parsetree)
 				check_rls_change(relid, cmd->subtype == AT_ForceRowSecurity,
 								 stmt->relation->relname);
 			if (cmd->subtype == AT_DropColumn || cmd->subtype == AT_AlterColumnType)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot %s column \"%s\" of stream \"%s\" while continuous views read it",
-								cmd->subtype == AT_DropColumn ? "drop" : "change the type of",
-								cmd->name, stmt->relation->relname),
-						 errhint("Drop the continuous views of the stream first.")));
+			{
+				char	   *user = catalog_column_user(relid, cmd->name);
+
+				if (user != NULL)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot %s column \"%s\" of stream \"%s\" while continuous views read it",
+									cmd->subtype == AT_DropColumn ? "drop" : "change the type of",
+									cmd->name, stmt->relation->relname),
+							 errdetail("%s uses the column.", user),
+							 errhint("Drop the continuous views and transforms that use the column first.")));
+			}
 		}
 	}
 	else if (IsA(parsetree, AlterObjectSchemaStmt))
@@ -662,11 +672,17 @@ check_alter(Node *parsetree)
 							stmt->relation->relname)));
 		}
 		if (stmt->renameType == OBJECT_COLUMN && is_stream_with_views(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot rename column \"%s\" of stream \"%s\" while continuous views read it",
-							stmt->subname, stmt->relation->relname),
-					 errhint("Drop the continuous views of the stream first.")));
+		{
+			char	   *user = catalog_column_user(relid, stmt->subname);
+
+			if (user != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename column \"%s\" of stream \"%s\" while continuous views read it",
+								stmt->subname, stmt->relation->relname),
+						 errdetail("%s uses the column.", user),
+						 errhint("Drop the continuous views and transforms that use the column first.")));
+		}
 	}
 }
 

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -23,10 +24,12 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "analyze.h"
 #include "catalog.h"
+#include "lateness.h"
 #include "maintain.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_explain);
@@ -47,17 +50,26 @@ put_line(ReturnSetInfo *rsinfo, const char *line)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
 }
 
+/*
+ * EXPLAIN one maintenance statement.  With a watermark (allowed_lateness),
+ * the statement has it as $1, bound like maintenance binds it.
+ */
 static void
 explain_statement(ReturnSetInfo *rsinfo, const char *sql, bool verbose,
-				  MemoryContext outcxt)
+				  MemoryContext outcxt, bool has_watermark,
+				  Datum watermark, bool watermark_isnull)
 {
 	StringInfoData buf;
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {watermark};
+	char		nulls[1] = {watermark_isnull ? 'n' : ' '};
 	int			rc;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "EXPLAIN (COSTS true, VERBOSE %s) %s",
 					 verbose ? "true" : "false", sql);
-	rc = SPI_execute(buf.data, false, 0);
+	rc = SPI_execute_with_args(buf.data, has_watermark ? 1 : 0, argtypes,
+							   values, nulls, false, 0);
 	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "stream_ext: EXPLAIN failed: %s", SPI_result_code_string(rc));
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -92,6 +104,9 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	MemoryContext outcxt = CurrentMemoryContext;
 	ListCell   *lc;
 	char	   *header;
+	bool		has_watermark;
+	Datum		watermark = (Datum) 0;
+	bool		watermark_isnull = true;
 
 	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
 		ereport(ERROR,
@@ -126,19 +141,38 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "SPI_register_relation failed");
 
+	/*
+	 * allowed_lateness: the statements take the watermark as $1.  Planned
+	 * with the current one (read, not locked as a batch locks it).
+	 */
+	has_watermark = lateness_lookup(viewid, CurrentMemoryContext) != NULL;
+	if (has_watermark)
+	{
+		MemoryContext old;
+
+		watermark = TimestampTzGetDatum(lateness_peek_watermark(viewid, &watermark_isnull));
+		old = MemoryContextSwitchTo(outcxt);
+		put_line(rsinfo, psprintf("Watermark ($1): %s",
+								  watermark_isnull ? "none yet (no event time seen)" :
+								  timestamptz_to_str(DatumGetTimestampTz(watermark))));
+		MemoryContextSwitchTo(old);
+	}
+
 	owner_context_enter(&octx, entry.owner, entry.timezone);
 
 	stream_ext_maintenance_depth++;
 	PG_TRY();
 	{
-		explain_statement(rsinfo, entry.maintain_sql, verbose, outcxt);
+		explain_statement(rsinfo, entry.maintain_sql, verbose, outcxt,
+						  has_watermark, watermark, watermark_isnull);
 		foreach(lc, entry.distinct_sql)
 		{
 			MemoryContext old = MemoryContextSwitchTo(outcxt);
 
 			put_line(rsinfo, "Exact count(DISTINCT), in the same trigger:");
 			MemoryContextSwitchTo(old);
-			explain_statement(rsinfo, lfirst(lc), verbose, outcxt);
+			explain_statement(rsinfo, lfirst(lc), verbose, outcxt,
+							  has_watermark, watermark, watermark_isnull);
 		}
 	}
 	PG_FINALLY();

@@ -73,6 +73,7 @@
 #include "windows.h"
 
 static void emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull);
+static Datum read_watermark(Oid viewid, bool lock, bool *isnull);
 
 static Interval *
 parse_lateness(const char *text)
@@ -361,6 +362,7 @@ lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid,
 	CVWindow   *win = plan->window;
 	const char *ts;
 
+	catalog_require_table("lateness_views", "allowed_lateness");
 	if (session != NULL)
 	{
 		if (session->time_type != TIMESTAMPTZOID)
@@ -458,7 +460,6 @@ void
 lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 				const char *stream_sql, const char *view_sql)
 {
-	Oid			argtypes[5] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[5];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	Oid			types6[6];
@@ -604,35 +605,24 @@ lateness_lookup(Oid viewid, MemoryContext mcxt)
 }
 
 /*
- * Step 1: lock and read the view's watermark (max event time minus
- * allowed_lateness); *isnull when the view has seen no event time yet.
- * Runs inside maintenance's SPI connection.
+ * Step 1: lock and read the view's watermark; *isnull when the view has
+ * seen no event time yet.  Runs inside maintenance's SPI connection.
  */
 TimestampTz
 lateness_begin_batch(LatenessInfo *info, bool *isnull)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(info->viewid)};
-	Oid			save_userid;
-	int			save_sec;
-	TimestampTz wm = 0;
+	Datum		wm = read_watermark(info->viewid, true, isnull);
 
-	*isnull = true;
-	catalog_begin_write(&save_userid, &save_sec);
-	if (SPI_execute_with_args("SELECT max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
-							  " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
-							  " WHERE w.view = $1::pg_catalog.regclass FOR UPDATE OF w",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext: reading the watermark failed");
-	if (SPI_processed == 1)
-	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+	return *isnull ? 0 : DatumGetTimestampTz(wm);
+}
 
-		if (!*isnull)
-			wm = DatumGetTimestampTz(d);
-	}
-	catalog_end_write(save_userid, save_sec);
-	return wm;
+/* The current watermark, not locked (stream_ext.explain()); SPI connected */
+TimestampTz
+lateness_peek_watermark(Oid viewid, bool *isnull)
+{
+	Datum		wm = read_watermark(viewid, false, isnull);
+
+	return *isnull ? 0 : DatumGetTimestampTz(wm);
 }
 
 /*
@@ -659,10 +649,11 @@ raise_max_event_time(Oid viewid, Datum ts)
 
 /*
  * The view's watermark now (max event time minus allowed_lateness); not a
- * read-only query, so that it sees what this command just wrote.
+ * read-only query, so that it sees what this command just wrote.  LOCK:
+ * FOR UPDATE, as a batch needs it.  In the caller's SPI connection.
  */
 static Datum
-read_watermark(Oid viewid, bool *isnull)
+read_watermark(Oid viewid, bool lock, bool *isnull)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(viewid)};
@@ -672,9 +663,10 @@ read_watermark(Oid viewid, bool *isnull)
 
 	*isnull = true;
 	catalog_begin_write(&save_userid, &save_sec);
-	if (SPI_execute_with_args("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
-							  " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
-							  " WHERE w.view = $1::pg_catalog.regclass",
+	if (SPI_execute_with_args(psprintf("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+									   " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+									   " WHERE w.view = $1::pg_catalog.regclass%s",
+									   lock ? " FOR UPDATE OF w" : ""),
 							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext: reading the watermark failed");
 	if (SPI_processed == 1)
@@ -695,7 +687,7 @@ emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull)
 	Datum		values[2];
 	char		nulls[2] = {old_isnull ? 'n' : ' ', ' '};
 	bool		isnull;
-	Datum		now_wm = read_watermark(info->viewid, &isnull);
+	Datum		now_wm = read_watermark(info->viewid, false, &isnull);
 
 	if (isnull || (!old_isnull && DatumGetTimestampTz(now_wm) <= old))
 		return;					/* no window closed */
@@ -782,7 +774,7 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	old = lateness_begin_batch(info, &old_isnull);
 	raise_max_event_time(viewid, TimestampTzGetDatum(to));
-	result = read_watermark(viewid, &isnull);
+	result = read_watermark(viewid, false, &isnull);
 	if (info->emit_sql)
 		emit_closed(info, old, old_isnull);
 	SPI_finish();

@@ -57,6 +57,7 @@ extern void lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 							const char *stream_sql, const char *view_sql);
 extern LatenessInfo *lateness_lookup(Oid viewid, MemoryContext mcxt);
 extern TimestampTz lateness_begin_batch(LatenessInfo *info, bool *isnull);
+extern TimestampTz lateness_peek_watermark(Oid viewid, bool *isnull);
 extern void lateness_end_batch(LatenessInfo *info, TimestampTz wm, bool wm_isnull);
 
 #endif							/* STREAM_EXT_LATENESS_H */

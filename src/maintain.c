@@ -35,7 +35,9 @@
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
+#include "nodes/makefuncs.h"
 #include "access/htup_details.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -51,6 +53,7 @@
 #include "maintain.h"
 #include "stats.h"
 #include "transform.h"
+#include "util.h"
 #include "windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
@@ -150,11 +153,70 @@ rewrite_plan(Plan *plan)
 	}
 }
 
+/*
+ * PostgreSQL's MIN/MAX optimization (planagg.c) replaces the aggregates of
+ * an ungrouped query over one table by "ORDER BY ... LIMIT 1" subplans when
+ * every aggregate is MIN/MAX-like (has a sort operator) and that is
+ * cheaper: an index on the argument, or a constant argument (max(100)).
+ * Under stream_ext.partial() that leaves no Agg node to switch to partial
+ * mode, and the wrapper itself would run.  planagg skips aggregates with a
+ * FILTER clause, so each such wrapped aggregate of an ungrouped query gets
+ * the filter "WHERE true" before planning: same rows, same result, a plain
+ * Agg node.  Only stream_ext.partial()'s own arguments are touched.
+ */
+static bool
+agg_has_sortop(Oid aggfnoid)
+{
+	HeapTuple	tup;
+	bool		result;
+
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = OidIsValid(((Form_pg_aggregate) GETSTRUCT(tup))->aggsortop);
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static bool
+keep_partial_aggs_walker(Node *node, void *context)
+{
+	bool		grouped = context != NULL && *(bool *) context;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *query = (Query *) node;
+		bool		query_grouped = query->groupClause != NIL;
+
+		return query_tree_walker(query, keep_partial_aggs_walker,
+								 &query_grouped, 0);
+	}
+	if (!grouped && IsA(node, FuncExpr) &&
+		is_partial_func(((FuncExpr *) node)->funcid))
+	{
+		FuncExpr   *func = (FuncExpr *) node;
+		Aggref	   *aggref;
+
+		if (list_length(func->args) == 2 && IsA(linitial(func->args), Aggref))
+		{
+			aggref = (Aggref *) linitial(func->args);
+			if (aggref->aggfilter == NULL && agg_has_sortop(aggref->aggfnoid))
+				aggref->aggfilter = (Expr *) makeBoolConst(true, false);
+		}
+	}
+	return expression_tree_walker(node, keep_partial_aggs_walker, context);
+}
+
 static PlannedStmt *
 stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 				   ParamListInfo boundParams)
 {
 	PlannedStmt *result;
+
+	if (stream_ext_maintenance_depth > 0)
+		(void) keep_partial_aggs_walker((Node *) parse, NULL);
 
 	if (prev_planner_hook)
 		result = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
@@ -184,6 +246,8 @@ typedef struct MaintEntry
 	AttrNumber	arrival_attnum; /* stream's arrival_timestamp, for stats */
 	TimestampTz next_expiry;	/* sliding windows: see windows.c */
 	LatenessInfo *lateness;		/* allowed_lateness: see lateness.c */
+	List	   *statements;		/* the SQL of the plans, for errors */
+	char	   *error_context;	/* "maintenance of continuous view ..." */
 	MemoryContext cxt;
 } MaintEntry;
 
@@ -302,6 +366,27 @@ prepare_plans(MaintEntry *entry)
 		entry->distinct_plans = lappend(entry->distinct_plans, plan);
 		MemoryContextSwitchTo(old);
 	}
+
+	/*
+	 * An error in these statements gets a short CONTEXT naming the view
+	 * instead of the statements themselves (se_rethrow_short_context).
+	 */
+	old = MemoryContextSwitchTo(entry->cxt);
+	entry->statements = lcons(entry->cat.maintain_sql, list_copy(entry->cat.distinct_sql));
+	if (entry->cat.expire_sql)
+		entry->statements = lappend(entry->statements, entry->cat.expire_sql);
+	if (entry->lateness)
+	{
+		entry->statements = lappend(entry->statements, entry->lateness->late_sql);
+		entry->statements = lappend(entry->statements, entry->lateness->max_sql);
+		if (entry->lateness->emit_sql)
+			entry->statements = lappend(entry->statements, entry->lateness->emit_sql);
+	}
+	entry->error_context =
+		psprintf("maintenance of continuous view %s (statements in stream_ext.view_catalog)",
+				 quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry->cat.viewid)),
+											get_rel_name(entry->cat.viewid)));
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -437,6 +522,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	bool		wm_isnull = true;
 	instr_time	start;
 	instr_time	elapsed;
+	MemoryContext caller_cxt = CurrentMemoryContext;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
@@ -495,11 +581,17 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 			lateness_end_batch(entry->lateness, wm, wm_isnull);
 		window_expire_opportunistic(&entry->cat, &entry->next_expiry);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		stream_ext_maintenance_depth--;
+		se_rethrow_short_context(caller_cxt, entry->statements,
+								 "%s, batch of " UINT64_FORMAT " rows inserted into %s",
+								 entry->error_context,
+								 (uint64) tuplestore_tuple_count(trigdata->tg_newtable),
+								 RelationGetRelationName(trigdata->tg_relation));
 	}
 	PG_END_TRY();
+	stream_ext_maintenance_depth--;
 
 	owner_context_leave(&octx);
 	SPI_finish();

@@ -122,6 +122,7 @@ sessions_validate(SessionSpec *spec, CVPlan *plan)
 {
 	ListCell   *lc;
 
+	catalog_require_table("session_views", "session windows");
 	spec->time_attno = get_attnum(plan->streamid, spec->time_column);
 	if (spec->time_attno == InvalidAttrNumber)
 		ereport(ERROR,

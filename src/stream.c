@@ -9,6 +9,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
@@ -17,6 +18,7 @@
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parser.h"
+#include "parser/scansup.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -77,6 +79,12 @@ parse_column_list(const char *columns)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("streams can only have column definitions"),
 					 errdetail("Table constraints and LIKE clauses are not supported on streams.")));
+		if (strcmp(((ColumnDef *) elt)->colname, STREAM_ARRIVAL_COLUMN) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_RESERVED_NAME),
+					 errmsg("column name \"%s\" is reserved in streams", STREAM_ARRIVAL_COLUMN),
+					 errdetail("stream_ext adds this column to every stream: the time each row arrived."),
+					 errhint("Give the column another name.")));
 		foreach(lc2, ((ColumnDef *) elt)->constraints)
 		{
 			Constraint *con = lfirst(lc2);
@@ -98,7 +106,94 @@ parse_column_list(const char *columns)
 			}
 		}
 	}
+	/* MaxHeapAttributeNumber, less the column stream_ext adds */
+	if (list_length(stmt->tableElts) >= MaxHeapAttributeNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_TOO_MANY_COLUMNS),
+				 errmsg("a stream can have at most %d columns", MaxHeapAttributeNumber - 1),
+				 errdetail("Tables can have at most %d columns, and stream_ext adds the column \"%s\" to every stream.",
+						   MaxHeapAttributeNumber, STREAM_ARRIVAL_COLUMN)));
 	return stmt->tableElts;
+}
+
+/*
+ * The identifier of part of a dotted name, as SplitIdentifierString() read
+ * it from raw at offset start (after the opening quote of a quoted one),
+ * before truncation: for the NOTICE PostgreSQL's parser gives on an
+ * overlength identifier, which SplitIdentifierString() truncates silently.
+ */
+static void
+notice_truncated_part(const char *raw, int start)
+{
+	StringInfoData ident;
+	const char *p = raw + start;
+
+	initStringInfo(&ident);
+	if (start > 0 && raw[start - 1] == '"')
+	{
+		for (; *p && !(p[0] == '"' && p[1] != '"'); p++)
+		{
+			if (p[0] == '"')
+				p++;			/* a doubled quote stands for one */
+			appendStringInfoChar(&ident, *p);
+		}
+	}
+	else
+	{
+		int			len = 0;
+		char	   *down;
+
+		while (p[len] && p[len] != '.' && !scanner_isspace(p[len]))
+			len++;
+		down = downcase_identifier(p, len, false, false);
+		appendStringInfoString(&ident, down);
+	}
+	/* notices "identifier ... will be truncated to ..." if it is too long */
+	truncate_identifier(ident.data, ident.len, true);
+}
+
+/*
+ * The stream's name: a possibly qualified name as in SQL, resolved like
+ * CREATE TABLE's.  Refused in stream_ext's own schema: what is in it goes
+ * with the extension (DROP EXTENSION, pg_dump leaves it out).
+ */
+static RangeVar *
+stream_name(text *name)
+{
+	char	   *raw = text_to_cstring(name);
+	char	   *copy = pstrdup(raw);
+	List	   *names;
+	List	   *qualname = NIL;
+	ListCell   *lc;
+	RangeVar   *rv;
+	Oid			nspid;
+
+	if (!SplitIdentifierString(copy, '.', &names) || names == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid name syntax: \"%s\"", raw)));
+	foreach(lc, names)
+	{
+		char	   *part = lfirst(lc);
+
+		/* a part of NAMEDATALEN - 1 bytes may have been cut from a longer one */
+		if (strlen(part) == NAMEDATALEN - 1)
+			notice_truncated_part(raw, part - copy);
+		qualname = lappend(qualname, makeString(part));
+	}
+	rv = makeRangeVarFromNameList(qualname);
+	if (rv->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("streams cannot be temporary")));
+	nspid = RangeVarGetCreationNamespace(rv);
+	if (nspid == get_namespace_oid("stream_ext", true))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("cannot create stream \"%s\" in schema \"stream_ext\"", rv->relname),
+				 errdetail("Schema stream_ext belongs to the extension; objects in it are dropped with it and left out by pg_dump."),
+				 errhint("Create the stream in another schema.")));
+	return rv;
 }
 
 /*
@@ -107,8 +202,8 @@ parse_column_list(const char *columns)
 Datum
 stream_ext_create_stream(PG_FUNCTION_ARGS)
 {
-	text	   *name = PG_GETARG_TEXT_PP(0);
-	char	   *columns = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	text	   *name;
+	char	   *columns;
 	RangeVar   *rv;
 	CreateStmt *stmt;
 	ColumnDef  *arrival;
@@ -124,12 +219,16 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stream_ext must be loaded via shared_preload_libraries")));
-
-	rv = makeRangeVarFromNameList(textToQualifiedNameList(name));
-	if (rv->relpersistence == RELPERSISTENCE_TEMP)
+	/* not STRICT since 0.3: a NULL argument is a mistake, not "no stream" */
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("streams cannot be temporary")));
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s of stream_ext.create_stream() must not be null",
+						PG_ARGISNULL(0) ? "name" : "columns")));
+	name = PG_GETARG_TEXT_PP(0);
+	columns = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	rv = stream_name(name);
 	rv->relpersistence = RELPERSISTENCE_UNLOGGED;
 
 	stmt = makeNode(CreateStmt);

@@ -396,6 +396,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	Datum		values[8];
 	char		nulls[8] = "        ";
 
+	catalog_require_table("transform_catalog", "continuous transforms");
 	streamid = transform_check_query(query);
 	ExecCheckRTPerms(query->rtable, true);
 
@@ -572,6 +573,8 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 								   query->jointree->quals ?
 								   deparse_expression(query->jointree->quals, ctx, true, false) : "");
 
+		MemoryContext cxt = CurrentMemoryContext;
+
 		stream_ext_maintenance_depth++;
 		PG_TRY();
 		{
@@ -581,11 +584,14 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 									 InvalidSnapshot, false, true, 0) < 0)
 				elog(ERROR, "stream_ext: transform backfill failed");
 		}
-		PG_FINALLY();
+		PG_CATCH();
 		{
 			stream_ext_maintenance_depth--;
+			se_rethrow_short_context(cxt, list_make1(sql),
+									 "backfill of the new continuous transform from the rows already in its stream");
 		}
 		PG_END_TRY();
+		stream_ext_maintenance_depth--;
 	}
 
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
@@ -604,6 +610,7 @@ typedef struct TransformEntry
 	Oid			target;			/* output stream or table */
 	Oid			owner;
 	char	   *sql;
+	char	   *name;			/* qualified, for error context */
 	char	   *notify;
 	char	   *timezone;
 	SPIPlanPtr	plan;
@@ -699,6 +706,7 @@ transform_entry(Trigger *trigger)
 								   SPI_getvalue(tup, desc, 5));
 		entry->notify = SPI_getvalue(tup, desc, 6);
 		entry->timezone = SPI_getvalue(tup, desc, 7);
+		entry->name = qualified_name(viewid);
 		MemoryContextSwitchTo(old);
 	}
 	entry->valid = true;
@@ -720,6 +728,7 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	uint64		written = 0;
 	instr_time	start;
 	instr_time	elapsed;
+	MemoryContext caller_cxt = CurrentMemoryContext;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
@@ -767,11 +776,16 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 			elog(ERROR, "stream_ext: transform failed: %s", SPI_result_code_string(rc));
 		written = SPI_processed;
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		stream_ext_maintenance_depth--;
+		se_rethrow_short_context(caller_cxt, list_make1(entry->sql),
+								 "continuous transform %s (statement in stream_ext.transform_catalog), batch of " UINT64_FORMAT " rows inserted into %s",
+								 entry->name, rows,
+								 RelationGetRelationName(trigdata->tg_relation));
 	}
 	PG_END_TRY();
+	stream_ext_maintenance_depth--;
 
 	owner_context_leave(&octx);
 	SPI_finish();

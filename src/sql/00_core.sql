@@ -82,10 +82,11 @@ SELECT v.view AS name,
 GRANT SELECT ON stream_ext.streams, stream_ext.continuous_views TO PUBLIC;
 
 -- Streams
+-- not STRICT: a NULL argument is an error, not a NULL result
 CREATE FUNCTION stream_ext.create_stream(name text, columns text)
     RETURNS regclass
     AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
-    LANGUAGE C STRICT;
+    LANGUAGE C;
 
 CREATE FUNCTION stream_ext.reject_stream_modification() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_reject_stream_modification'

@@ -97,3 +97,6 @@ CREATE FUNCTION stream_ext.hop_open_from(pane timestamptz, size interval, slide 
 
 -- late rows are kept as the view's owner, not the catalog's (src/sql/50_lateness.sql)
 GRANT INSERT ON stream_ext.late_rows TO PUBLIC;
+
+-- first contact: create_stream() raises an error on NULL arguments
+ALTER FUNCTION stream_ext.create_stream(text, text) CALLED ON NULL INPUT;
