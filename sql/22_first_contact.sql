@@ -98,6 +98,7 @@ SELECT line AS watermark_line
 SELECT count(*) > 3 AS has_plan, bool_or(line ~ 'Filter: .*\$1|2026') AS uses_watermark
   FROM stream_ext.explain('late_v') AS e(line);
 SELECT * FROM late_v ORDER BY w;
+DROP VIEW late_v;
 
 -- an error in maintenance: a short CONTEXT naming the view, not the
 -- generated statement; a user's function keeps its own line
