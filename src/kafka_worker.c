@@ -29,11 +29,11 @@
  *
  * Kafka offsets are never committed to the broker: the stored offsets are
  * the only truth, so a batch is applied exactly once.  A transient error
- * anywhere in the batch (a deadlock, a serialization failure, a lock or
- * statement timeout, out of memory or shared memory: never a message's
- * fault) rolls back the whole transaction, and the same messages are
- * applied again after a backoff (100 ms .. 10 s, with jitter), the worker
- * keeping them meanwhile.  After any other failure the consumer is torn
+ * anywhere in the batch (a deadlock, a serialization failure, a lock
+ * timeout, a cancel request, out of memory or shared memory: never a
+ * message's fault) rolls back the whole transaction, and the same
+ * messages are applied again after a backoff (100 ms .. 10 s, with
+ * jitter), the worker keeping them meanwhile.  After any other failure the consumer is torn
  * down and rebuilt from the stored offsets after an exponential backoff
  * (100 ms .. 30 s).  Either way the error is shown in
  * stream_ext.source_status.  Per-batch memory lives in contexts reset for
@@ -808,9 +808,9 @@ register_enr(const char *name, Tuplestorestate *ts, int ntuples)
  * Is this error transient, never the fault of a message?  Class 40
  * (deadlock, serialization failure), class 53 (insufficient resources: out
  * of memory, out of shared memory, disk full), 55P03 (lock_timeout) and
- * 57014 (statement_timeout, a cancel request).  The whole batch is then
- * rolled back and applied again after a backoff (apply_batch_retrying());
- * only the other errors make dead letters.
+ * 57014 (a cancel request).  The whole batch is then rolled back and
+ * applied again after a backoff (apply_batch_retrying()); only the other
+ * errors make dead letters.
  */
 static bool
 transient_error(int sqlerrcode)
