@@ -20,16 +20,22 @@
  *	   it like COPY FROM (multi-insert, no planning); for a stream it cannot
  *	   handle (row-level security, BEFORE ROW triggers, rules) the batch is
  *	   an ephemeral named relation for INSERT INTO stream SELECT ... FROM it.
- *	   Should it fail, the rows are retried one by one with that INSERT
- *	   (failure path only) and the failing ones dead-lettered;
+ *	   Should it fail, the bad rows are found by bisection (halves of the
+ *	   batch inserted in subtransactions, a failing half split again; failure
+ *	   path only) and dead-lettered;
  *	4. insert the dead letters and upsert the next offset of every
  *	   partition in stream_ext.kafka_offsets;
  *	5. commit.
  *
  * Kafka offsets are never committed to the broker: the stored offsets are
- * the only truth, so a batch is applied exactly once.  After any failure
- * the consumer is torn down and rebuilt from the stored offsets after an
- * exponential backoff (100 ms .. 30 s), with the error shown in
+ * the only truth, so a batch is applied exactly once.  A transient error
+ * anywhere in the batch (a deadlock, a serialization failure, a lock
+ * timeout, a cancel request, out of memory or shared memory: never a
+ * message's fault) rolls back the whole transaction, and the same
+ * messages are applied again after a backoff (100 ms .. 10 s, with
+ * jitter), the worker keeping them meanwhile.  After any other failure the consumer is torn
+ * down and rebuilt from the stored offsets after an exponential backoff
+ * (100 ms .. 30 s).  Either way the error is shown in
  * stream_ext.source_status.  Per-batch memory lives in contexts reset for
  * every batch.
  *
@@ -45,6 +51,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/pg_prng.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -71,10 +78,11 @@
 #include "stream_insert.h"
 
 #define BATCH_ENR_NAME	"stream_ext_batch"
-#define ROW_ENR_NAME	"stream_ext_row"
 #define IDLE_POLL_MS	250
 #define STATE_CHECK_MS	1000
 #define METADATA_CHECK_MS 30000
+#define RETRY_MIN_MS	100		/* backoff of a batch retried after a transient error */
+#define RETRY_MAX_MS	10000
 
 typedef enum BatchResult
 {
@@ -104,7 +112,6 @@ typedef struct Worker
 	KafkaOptions opts;
 	KafkaDecoder *dec;
 	char	   *insert_sql;
-	char	   *row_insert_sql;
 	AttrNumber *attnums;		/* stream attribute of each decoded column */
 	char	   *group_id;
 
@@ -137,6 +144,9 @@ typedef struct Worker
 
 	/* pacing */
 	int			backoff_ms;
+	int			retry_ms;		/* backoff of the batch being retried */
+	int			retries;		/* of the batch being retried */
+	pg_prng_state prng;			/* jitter of that backoff */
 	TimestampTz last_state_check;
 	TimestampTz last_metadata_check;
 	TimestampTz rate_time;
@@ -235,7 +245,6 @@ load_source(void)
 						&W.opts);
 	W.dec = kafka_decoder_create(W.stream, W.format, &W.opts);
 	W.insert_sql = kafka_decoder_insert_sql(W.dec, BATCH_ENR_NAME);
-	W.row_insert_sql = kafka_decoder_insert_sql(W.dec, ROW_ENR_NAME);
 	W.attnums = palloc(sizeof(AttrNumber) * W.dec->ncolumns);
 	for (i = 0; i < W.dec->ncolumns; i++)
 		W.attnums[i] = W.dec->columns[i].attnum;
@@ -795,33 +804,69 @@ register_enr(const char *name, Tuplestorestate *ts, int ntuples)
 		elog(ERROR, "SPI_register_relation failed: %s", SPI_result_code_string(ret));
 }
 
-/* error text of the error being caught; leaves error state clean */
-static char *
-catch_error_message(MemoryContext cxt)
+/*
+ * Is this error transient, never the fault of a message?  Class 40
+ * (deadlock, serialization failure), class 53 (insufficient resources: out
+ * of memory, out of shared memory, disk full), 55P03 (lock_timeout) and
+ * 57014 (a cancel request).  The whole batch is then rolled back and
+ * applied again after a backoff (apply_batch_retrying()); only the other
+ * errors make dead letters.
+ */
+static bool
+transient_error(int sqlerrcode)
+{
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_TRANSACTION_ROLLBACK:
+		case ERRCODE_INSUFFICIENT_RESOURCES:
+			return true;
+		default:
+			return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+				sqlerrcode == ERRCODE_QUERY_CANCELED;
+	}
+}
+
+/* the error being caught, copied into cxt; leaves the error state clean */
+static ErrorData *
+catch_error(MemoryContext cxt)
 {
 	ErrorData  *edata;
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 
 	edata = CopyErrorData();
 	FlushErrorState();
+	if (edata->message == NULL)
+		edata->message = pstrdup("unknown error");
 	MemoryContextSwitchTo(old);
-	return edata->message ? edata->message : pstrdup("unknown error");
+	return edata;
 }
 
 /*
- * Run one INSERT of the batch (or of a single row) in a subtransaction:
+ * After a subtransaction that failed with edata was rolled back: a
+ * transient error is not the message's fault, so it goes on up to
+ * apply_batch_retrying(), which rolls back and retries the whole batch.
+ */
+static void
+rethrow_transient(ErrorData *edata)
+{
+	if (transient_error(edata->sqlerrcode))
+		ReThrowError(edata);
+}
+
+/*
+ * Run one INSERT of the batch (or of a part of it) in a subtransaction:
  * the statement sql, or with sql NULL the ntuples tuples through
  * stream_bulk_insert(), which sets *unsupported (and does nothing) when it
  * cannot stand in for the statement.  Returns NULL when it succeeded, else
  * the error message (allocated in the batch context), the subtransaction
- * rolled back so the batch can go on.
+ * rolled back so the batch can go on; a transient error is rethrown.
  */
 static char *
 insert_in_subxact(const char *sql, HeapTuple *tuples, int ntuples,
 				  bool *unsupported, MemoryContext oldcxt)
 {
 	ResourceOwner oldowner = CurrentResourceOwner;
-	char	   *volatile msg = NULL;
+	ErrorData  *volatile edata = NULL;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
@@ -843,18 +888,83 @@ insert_in_subxact(const char *sql, HeapTuple *tuples, int ntuples,
 	}
 	PG_CATCH();
 	{
-		msg = catch_error_message(W.batch_cxt);
+		edata = catch_error(W.batch_cxt);
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
 	}
 	PG_END_TRY();
+	if (edata == NULL)
+		return NULL;
+	rethrow_transient(edata);
+	return edata->message;
+}
+
+/*
+ * Insert tuples[0..ntuples) as one statement, in a subtransaction: like
+ * COPY FROM (stream_insert.c), or for a stream that path cannot handle,
+ * with INSERT INTO stream SELECT ... FROM them as an ephemeral named
+ * relation.  NULL when it succeeded, else the error message.
+ */
+static char *
+insert_tuples(HeapTuple *tuples, int ntuples, MemoryContext oldcxt)
+{
+	bool		unsupported = false;
+	char	   *msg = insert_in_subxact(NULL, tuples, ntuples, &unsupported, oldcxt);
+
+	if (msg == NULL && unsupported)
+	{
+		Tuplestorestate *ts;
+		int			i;
+
+		MemoryContextSwitchTo(W.batch_cxt);
+		ts = tuplestore_begin_heap(false, false, Max(work_mem, 65536));
+		for (i = 0; i < ntuples; i++)
+			tuplestore_puttuple(ts, tuples[i]);
+		MemoryContextSwitchTo(oldcxt);
+		register_enr(BATCH_ENR_NAME, ts, ntuples);
+		msg = insert_in_subxact(W.insert_sql, NULL, 0, NULL, oldcxt);
+		SPI_unregister_relation(BATCH_ENR_NAME);
+		tuplestore_end(ts);
+	}
 	return msg;
 }
 
 /*
+ * tuples[0..ntuples) failed as one statement with error msg, a row's own
+ * fault (a CHECK constraint of the stream, an error in a view's
+ * expression): find the rows to blame by bisection.  Each half goes in as
+ * one statement in a subtransaction; a half that fails is split again, down
+ * to single rows, which are the bad messages (dead[], *ndead).  With k bad
+ * rows among n that is about 2k log2(n/k) statements instead of n, so the
+ * good rows take their groups' locks in a few statements (each one sorted
+ * by group key, like the batch's) rather than one row at a time.
+ */
+static void
+isolate_bad_rows(HeapTuple *tuples, const int *tuple_msg, int ntuples, char *msg,
+				 DeadLetter *dead, int *ndead, MemoryContext oldcxt)
+{
+	int			half = ntuples / 2;
+
+	if (ntuples == 1)
+	{
+		dead[*ndead].msgidx = tuple_msg[0];
+		dead[*ndead].error = msg;
+		(*ndead)++;
+		return;
+	}
+	CHECK_FOR_INTERRUPTS();
+	if ((msg = insert_tuples(tuples, half, oldcxt)) != NULL)
+		isolate_bad_rows(tuples, tuple_msg, half, msg, dead, ndead, oldcxt);
+	if ((msg = insert_tuples(tuples + half, ntuples - half, oldcxt)) != NULL)
+		isolate_bad_rows(tuples + half, tuple_msg + half, ntuples - half, msg,
+						 dead, ndead, oldcxt);
+}
+
+/*
  * Apply W.msgs[0..nmsgs) in one transaction.  ereports on failures that
- * are not about one message (the caller backs off and rebuilds).
+ * are not about one message: apply_batch_retrying() retries transient ones
+ * in place, the worker's main loop backs off and rebuilds after the others.
  */
 static BatchResult
 apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
@@ -870,7 +980,6 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	volatile int ndead = 0;
 	volatile int i;
 	volatile uint64 nbytes = 0;
-	volatile bool insert_failed = false;
 	char	   *volatile stop_error = NULL;
 	ResourceOwner oldowner;
 
@@ -934,14 +1043,15 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		}
 		PG_CATCH();
 		{
-			char	   *msg = catch_error_message(W.batch_cxt);
+			ErrorData  *edata = catch_error(W.batch_cxt);
 
 			RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);
 			CurrentResourceOwner = oldowner;
 			MemoryContextReset(W.msg_cxt);
+			rethrow_transient(edata);
 			dead[ndead].msgidx = i;
-			dead[ndead].error = msg;
+			dead[ndead].error = edata->message;
 			ndead++;
 			i++;
 		}
@@ -954,62 +1064,24 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	/* Insert the batch with one statement. */
 	if (ntuples > 0 && stop_error == NULL)
 	{
-		bool		unsupported = false;
-		char	   *msg = insert_in_subxact(NULL, tuples, ntuples, &unsupported, oldcxt);
+		char	   *msg = insert_tuples(tuples, ntuples, oldcxt);
 
-		if (msg == NULL && unsupported)
-		{
-			Tuplestorestate *ts;
-
-			MemoryContextSwitchTo(W.batch_cxt);
-			ts = tuplestore_begin_heap(false, false, Max(work_mem, 65536));
-			for (i = 0; i < ntuples; i++)
-				tuplestore_puttuple(ts, tuples[i]);
-			MemoryContextSwitchTo(oldcxt);
-			register_enr(BATCH_ENR_NAME, ts, ntuples);
-			msg = insert_in_subxact(W.insert_sql, NULL, 0, NULL, oldcxt);
-			SPI_unregister_relation(BATCH_ENR_NAME);
-			tuplestore_end(ts);
-		}
 		if (msg != NULL)
 		{
-			insert_failed = true;
 			ereport(DEBUG1,
-					(errmsg_internal("stream_ext: Kafka source \"%s\": batch insert failed, retrying row by row: %s",
+					(errmsg_internal("stream_ext: Kafka source \"%s\": batch insert failed, looking for the bad rows: %s",
 									 W.name, msg)));
 			if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
 				stop_error = msg;
-		}
-	}
-
-	/*
-	 * The batch INSERT failed: a row the stream refuses (a constraint, a
-	 * view's expression).  Retry row by row to isolate it (failure path).
-	 */
-	if (insert_failed && stop_error == NULL)
-	{
-		Tuplestorestate *ts;
-
-		MemoryContextSwitchTo(W.batch_cxt);
-		ts = tuplestore_begin_heap(false, false, work_mem);
-		MemoryContextSwitchTo(oldcxt);
-		register_enr(ROW_ENR_NAME, ts, 1);
-		for (i = 0; i < ntuples; i++)
-		{
-			char	   *msg;
-
-			tuplestore_clear(ts);
-			tuplestore_puttuple(ts, tuples[i]);
-			msg = insert_in_subxact(W.row_insert_sql, NULL, 0, NULL, oldcxt);
-			if (msg != NULL)
+			else
 			{
-				dead[ndead].msgidx = tuple_msg[i];
-				dead[ndead].error = msg;
-				ndead++;
+				/* a row the stream refuses: find it, insert the rest */
+				int			nd = ndead;
+
+				isolate_bad_rows(tuples, tuple_msg, ntuples, msg, dead, &nd, oldcxt);
+				ndead = nd;
 			}
 		}
-		SPI_unregister_relation(ROW_ENR_NAME);
-		tuplestore_end(ts);
 	}
 
 	if (stop_error != NULL)
@@ -1082,6 +1154,87 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		if (batch_next[i] >= 0)
 			W.next_offset[i] = batch_next[i];
 	return BATCH_OK;
+}
+
+/*
+ * Sleep before retrying a batch that failed with a transient error (retry
+ * W.retries): W.retry_ms doubles from RETRY_MIN_MS up to RETRY_MAX_MS, and
+ * the sleep is a random time between half of it and all of it, so that two
+ * workers whose batches deadlocked do not meet again in step.
+ */
+static void
+retry_backoff(const ErrorData *edata)
+{
+	int			sleep_ms;
+
+	W.retry_ms = W.retry_ms == 0 ? RETRY_MIN_MS : Min(W.retry_ms * 2, RETRY_MAX_MS);
+	sleep_ms = W.retry_ms / 2 + (int) pg_prng_uint64_range(&W.prng, 0, W.retry_ms / 2);
+	ereport(LOG,
+			(errmsg("stream_ext: Kafka source \"%s\" worker %d: retrying a batch of %d messages in %d ms (retry %d) after a transient error: %s",
+					W.name, W.args.worker, W.nmsgs, sleep_ms, W.retries, edata->message),
+			 errdetail("SQLSTATE %s: the batch was rolled back whole and is applied again; no message is a dead letter for this error.",
+					   unpack_sql_state(edata->sqlerrcode))));
+	set_error(edata->message, KWS_RETRYING);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 sleep_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
+/*
+ * apply_batch() until it does not fail with a transient error
+ * (transient_error(): a deadlock, a lock timeout, out of shared memory...).
+ * Such an error is never a message's fault: the transaction is rolled back
+ * whole (nothing of the batch stored, its offsets included), and the same
+ * messages, still held by the worker, are applied again after a backoff,
+ * for as long as the source runs.  Each retry is logged, and shown in
+ * source_status as state 'retrying' with the error.  Other errors go on up
+ * to the main loop.
+ */
+static BatchResult
+apply_batch_retrying(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
+{
+	for (;;)
+	{
+		volatile BatchResult r = BATCH_OK;
+		ErrorData  *volatile edata = NULL;
+
+		PG_TRY();
+		{
+			r = apply_batch(n_errors, n_dead, n_bytes);
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(TopMemoryContext);
+			edata = CopyErrorData();
+			if (!transient_error(edata->sqlerrcode))
+			{
+				FreeErrorData(edata);
+				PG_RE_THROW();
+			}
+			HOLD_INTERRUPTS();
+			FlushErrorState();
+			AbortOutOfAnyTransaction();
+			MemoryContextSwitchTo(TopMemoryContext);
+			RESUME_INTERRUPTS();
+		}
+		PG_END_TRY();
+
+		if (edata == NULL)
+		{
+			W.retry_ms = 0;
+			W.retries = 0;
+			return r;
+		}
+		W.retries++;
+		retry_backoff(edata);
+		FreeErrorData(edata);
+	}
 }
 
 /* on_error = 'stop': mark the source failed, with the error */
@@ -1165,7 +1318,7 @@ worker_iteration(void)
 					n_dead,
 					n_bytes;
 		int			n = W.nmsgs;
-		BatchResult r = apply_batch(&n_errors, &n_dead, &n_bytes);
+		BatchResult r = apply_batch_retrying(&n_errors, &n_dead, &n_bytes);
 
 		if (r == BATCH_SOURCE_GONE)
 			return false;
@@ -1265,6 +1418,7 @@ stream_ext_kafka_worker_main(Datum main_arg)
 										ALLOCSET_DEFAULT_SIZES);
 	W.msg_cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka message",
 									  ALLOCSET_DEFAULT_SIZES);
+	pg_prng_seed(&W.prng, (uint64) MyProcPid ^ (uint64) GetCurrentTimestamp());
 
 	if (!load_source())
 		proc_exit(0);
