@@ -375,7 +375,10 @@ setup_consumer(void)
 				i;
 	MemoryContext old;
 
-	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id);
+	/* as the owner, whose rights may have changed since the source was created */
+	kafka_begin_xact();
+	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id, W.args.owner);
+	kafka_commit_xact();
 	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
 	W.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
 	if (W.rk == NULL)
