@@ -34,9 +34,13 @@ CREATE TABLE stream_ext.kafka_offsets (
 );
 
 -- Messages that could not be decoded or inserted (on_error = 'dead_letter').
+-- They go with their source: drop_source deletes them, so a source created
+-- later under the same name (by anyone) starts with none.
 CREATE TABLE stream_ext.dead_letters (
     id          bigserial PRIMARY KEY,
-    source      text NOT NULL,
+    source      text NOT NULL
+                REFERENCES stream_ext.kafka_sources (name)
+                ON DELETE CASCADE ON UPDATE CASCADE,
     partition   int NOT NULL,
     "offset"    bigint NOT NULL,
     key         bytea,
