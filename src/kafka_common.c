@@ -1350,10 +1350,16 @@ kafka_commit_xact(void)
 	pgstat_report_stat(false);
 }
 
-/* librdkafka's error callback: kept for kafka_pending_error() */
+/*
+ * librdkafka's error callback: kept for kafka_pending_error().  "All
+ * brokers are down" follows each broker's own error (connection refused,
+ * SASL handshake failed, ...): it does not replace one not yet shown.
+ */
 void
 kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
+	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && rk_error_pending)
+		return;
 	snprintf(rk_error, sizeof(rk_error), "%s: %s",
 			 rd_kafka_err2name((rd_kafka_resp_err_t) err), reason);
 	rk_error_pending = true;

@@ -143,6 +143,7 @@ SELECT s.name AS source,
          WHEN s.state <> 'running' THEN s.state
          WHEN w.workers IS NULL THEN 'starting'
          WHEN w.retrying > 0 THEN 'retrying'
+         WHEN w.starting > 0 THEN 'starting'
          ELSE 'running'
        END AS state,
        coalesce(w.workers, 0) AS workers,
@@ -162,6 +163,7 @@ SELECT s.name AS source,
   LEFT JOIN (SELECT source_id,
                     count(*)::int AS workers,
                     count(*) FILTER (WHERE state = 'retrying') AS retrying,
+                    count(*) FILTER (WHERE state = 'starting') AS starting,
                     sum(messages)::bigint AS messages,
                     sum(bytes)::bigint AS bytes,
                     sum(batches)::bigint AS batches,
