@@ -486,8 +486,9 @@ stream_ext_stop_source(PG_FUNCTION_ARGS)
 }
 
 /*
- * drop_source(name, if_exists): delete the source and its stored offsets
- * (dead letters are kept).  Running workers exit when they see it gone.
+ * drop_source(name, if_exists): delete the source, and with it (foreign
+ * keys ON DELETE CASCADE) its stored offsets and dead letters.  Running
+ * workers exit when they see it gone.
  */
 Datum
 stream_ext_drop_source(PG_FUNCTION_ARGS)

@@ -64,13 +64,20 @@ sub time_to_error
 # generous under load, well below librdkafka's 5 s metadata timeout
 my $prompt = 3.5;
 
-my ($secs, $states, $error) = time_to_error('sasl', qr/SASL Handshake not supported/, 20);
-ok(defined $secs, "SASL mismatch: librdkafka's error text in last_error")
-  or diag(sql('SELECT * FROM stream_ext.source_status'));
-note("SASL error shown after " . ($secs // 'never') . " s: $error");
-ok(defined $secs && $secs < $prompt, "SASL error shown within $prompt s");
-ok(!$states->{running}, 'never shown as running meanwhile')
-  or diag(explain $states);
+# one test per expectation: shown at all, shown promptly, never 'running'
+sub error_shown_ok
+{
+	my ($source, $re, $what) = @_;
+	my ($secs, $states, $error) = time_to_error($source, $re, 20);
+	ok(defined $secs, "$what: librdkafka's error text in last_error")
+	  or diag(sql('SELECT * FROM stream_ext.source_status'));
+	note("$what: shown after " . ($secs // 'never') . " s: $error");
+	ok(defined $secs && $secs < $prompt, "$what: shown within $prompt s");
+	ok(!$states->{running}, "$what: never shown as running meanwhile")
+	  or diag(explain $states);
+}
+
+error_shown_ok('sasl', qr/SASL Handshake not supported/, 'SASL mismatch');
 # after the metadata wait gave up and the worker rebuilt its client, the
 # error still names the cause
 sleep 6;
@@ -80,13 +87,7 @@ is(sql(q{SELECT state FROM stream_ext.source_status WHERE source = 'sasl'}), 're
 	'state retrying');
 sql(q{SELECT stream_ext.stop_source('sasl')});
 
-($secs, $states, $error) = time_to_error('refused', qr/Connection refused/, 20);
-ok(defined $secs, 'unreachable port: "Connection refused" in last_error')
-  or diag(sql('SELECT * FROM stream_ext.source_status'));
-note("connection error shown after " . ($secs // 'never') . " s: $error");
-ok(defined $secs && $secs < $prompt, "connection error shown within $prompt s");
-ok(!$states->{running}, 'never shown as running meanwhile')
-  or diag(explain $states);
+error_shown_ok('refused', qr/Connection refused/, 'unreachable port');
 sql(q{SELECT stream_ext.stop_source('refused')});
 
 # a healthy source still starts and consumes
