@@ -131,7 +131,7 @@ extern bool kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failu
 
 /* kafka_source.c */
 extern rd_kafka_conf_t *kafka_build_conf(const char *brokers, const KafkaOptions *opts,
-										 const char *group_id);
+										 const char *group_id, Oid role);
 
 /* background worker entry points */
 extern PGDLLEXPORT void stream_ext_kafka_worker_main(Datum main_arg);

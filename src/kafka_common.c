@@ -108,10 +108,20 @@ kafka_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* called from _PG_init: the tables of slots, when preloaded */
+/*
+ * Called from _PG_init: the GUC stream_ext.allowed_brokers; the tables of
+ * slots, when preloaded.
+ */
 void
 kafka_shmem_init(void)
 {
+	DefineCustomStringVariable("stream_ext.allowed_brokers",
+							   "Kafka brokers that sources and sinks of non-superusers may connect to.",
+							   "Comma-separated host[:port] patterns (a host may be * or *.domain); empty: any broker.",
+							   &kafka_allowed_brokers,
+							   "",
+							   PGC_SUSET, GUC_LIST_INPUT,
+							   kafka_check_allowed_brokers, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
@@ -356,6 +366,402 @@ kafka_parse_option_object(Jsonb *options, KafkaOptionHandler handler, void *arg,
 }
 
 /* ----------------------------------------------------------------
+ * Who may set which librdkafka property, and connect to which brokers
+ * ----------------------------------------------------------------
+ */
+
+/* stream_ext.allowed_brokers: host[:port] patterns; empty = any broker */
+char	   *kafka_allowed_brokers = NULL;
+
+/*
+ * What setting a librdkafka property takes.  Anything not in the table --
+ * including properties librdkafka itself does not know -- is for
+ * superusers only: the table is an allow-list (see "Who may set which
+ * property" in docs/kafka.md).
+ */
+typedef enum KafkaPropertyClass
+{
+	KP_ANYONE,					/* tuning, SASL PLAIN/SCRAM, inline TLS */
+	KP_MECHANISM,				/* sasl.mechanism(s): depends on the value */
+	KP_READ_FILES,				/* names a file the server reads */
+	KP_EXECUTE					/* runs a program or loads a library */
+} KafkaPropertyClass;
+
+typedef struct KafkaPropertyRule
+{
+	const char *name;
+	KafkaPropertyClass class;
+} KafkaPropertyRule;
+
+static const KafkaPropertyRule kafka_property_rules[] = {
+	/* connection and protocol tuning */
+	{"client.id", KP_ANYONE},
+	{"client.rack", KP_ANYONE},
+	{"message.max.bytes", KP_ANYONE},
+	{"message.copy.max.bytes", KP_ANYONE},
+	{"receive.message.max.bytes", KP_ANYONE},
+	{"max.in.flight.requests.per.connection", KP_ANYONE},
+	{"max.in.flight", KP_ANYONE},
+	{"topic.metadata.refresh.interval.ms", KP_ANYONE},
+	{"metadata.max.age.ms", KP_ANYONE},
+	{"topic.metadata.refresh.fast.interval.ms", KP_ANYONE},
+	{"topic.metadata.refresh.sparse", KP_ANYONE},
+	{"topic.metadata.propagation.max.ms", KP_ANYONE},
+	{"socket.timeout.ms", KP_ANYONE},
+	{"socket.send.buffer.bytes", KP_ANYONE},
+	{"socket.receive.buffer.bytes", KP_ANYONE},
+	{"socket.keepalive.enable", KP_ANYONE},
+	{"socket.nagle.disable", KP_ANYONE},
+	{"socket.max.fails", KP_ANYONE},
+	{"socket.connection.setup.timeout.ms", KP_ANYONE},
+	{"broker.address.ttl", KP_ANYONE},
+	{"broker.address.family", KP_ANYONE},
+	{"connections.max.idle.ms", KP_ANYONE},
+	{"reconnect.backoff.ms", KP_ANYONE},
+	{"reconnect.backoff.max.ms", KP_ANYONE},
+	{"api.version.request", KP_ANYONE},
+	{"api.version.request.timeout.ms", KP_ANYONE},
+	{"api.version.fallback.ms", KP_ANYONE},
+	{"broker.version.fallback", KP_ANYONE},
+	{"allow.auto.create.topics", KP_ANYONE},
+	{"request.timeout.ms", KP_ANYONE},
+	/* security: SASL PLAIN/SCRAM and TLS with inline keys and certificates */
+	{"security.protocol", KP_ANYONE},
+	{"sasl.mechanism", KP_MECHANISM},
+	{"sasl.mechanisms", KP_MECHANISM},
+	{"sasl.username", KP_ANYONE},
+	{"sasl.password", KP_ANYONE},
+	{"ssl.cipher.suites", KP_ANYONE},
+	{"ssl.curves.list", KP_ANYONE},
+	{"ssl.sigalgs.list", KP_ANYONE},
+	{"ssl.key.password", KP_ANYONE},
+	{"ssl.key.pem", KP_ANYONE},
+	{"ssl.certificate.pem", KP_ANYONE},
+	{"ssl.ca.pem", KP_ANYONE},
+	{"ssl.keystore.password", KP_ANYONE},
+	{"ssl.endpoint.identification.algorithm", KP_ANYONE},
+	{"enable.ssl.certificate.verification", KP_ANYONE},
+	/* consumer */
+	{"group.id", KP_ANYONE},
+	{"auto.offset.reset", KP_ANYONE},
+	{"queued.min.messages", KP_ANYONE},
+	{"queued.max.messages.kbytes", KP_ANYONE},
+	{"fetch.wait.max.ms", KP_ANYONE},
+	{"fetch.message.max.bytes", KP_ANYONE},
+	{"max.partition.fetch.bytes", KP_ANYONE},
+	{"fetch.max.bytes", KP_ANYONE},
+	{"fetch.min.bytes", KP_ANYONE},
+	{"fetch.error.backoff.ms", KP_ANYONE},
+	{"fetch.queue.backoff.ms", KP_ANYONE},
+	{"isolation.level", KP_ANYONE},
+	{"check.crcs", KP_ANYONE},
+	/* producer */
+	{"queue.buffering.max.messages", KP_ANYONE},
+	{"queue.buffering.max.kbytes", KP_ANYONE},
+	{"queue.buffering.max.ms", KP_ANYONE},
+	{"linger.ms", KP_ANYONE},
+	{"message.send.max.retries", KP_ANYONE},
+	{"retries", KP_ANYONE},
+	{"retry.backoff.ms", KP_ANYONE},
+	{"retry.backoff.max.ms", KP_ANYONE},
+	{"queue.buffering.backpressure.threshold", KP_ANYONE},
+	{"compression.codec", KP_ANYONE},
+	{"compression.type", KP_ANYONE},
+	{"compression.level", KP_ANYONE},
+	{"batch.num.messages", KP_ANYONE},
+	{"batch.size", KP_ANYONE},
+	{"sticky.partitioning.linger.ms", KP_ANYONE},
+	{"message.timeout.ms", KP_ANYONE},
+	{"delivery.timeout.ms", KP_ANYONE},
+	{"partitioner", KP_ANYONE},
+	/* files the server reads: pg_read_server_files */
+	{"ssl.ca.location", KP_READ_FILES},
+	{"ssl.crl.location", KP_READ_FILES},
+	{"ssl.key.location", KP_READ_FILES},
+	{"ssl.certificate.location", KP_READ_FILES},
+	{"ssl.keystore.location", KP_READ_FILES},
+	{"sasl.kerberos.keytab", KP_READ_FILES},
+	/* programs and libraries: pg_execute_server_program */
+	{"sasl.kerberos.kinit.cmd", KP_EXECUTE},
+	{"plugin.library.paths", KP_EXECUTE},
+	{"ssl.engine.location", KP_EXECUTE},
+	{"ssl.engine.id", KP_EXECUTE},
+	{"ssl.providers", KP_EXECUTE},
+};
+
+/* SASL mechanisms anyone may use: they send only the given credentials */
+static bool
+public_sasl_mechanism(const char *value)
+{
+	return pg_strcasecmp(value, "PLAIN") == 0 ||
+		pg_strcasecmp(value, "SCRAM-SHA-256") == 0 ||
+		pg_strcasecmp(value, "SCRAM-SHA-512") == 0;
+}
+
+/*
+ * May role set librdkafka property key to value?  ereports with 42501
+ * naming the property and what it takes.  Needs a transaction (catalog
+ * lookups of role membership).
+ */
+static void
+check_property_privilege(Oid role, const char *key, const char *value)
+{
+	KafkaPropertyClass class = KP_ANYONE;
+	bool		known = false;
+	const char *rolename;
+	int			i;
+
+	if (superuser_arg(role))
+		return;
+	for (i = 0; i < lengthof(kafka_property_rules); i++)
+		if (strcmp(kafka_property_rules[i].name, key) == 0)
+		{
+			class = kafka_property_rules[i].class;
+			known = true;
+			break;
+		}
+	if (known && class == KP_MECHANISM)
+	{
+		if (public_sasl_mechanism(value))
+			return;
+		/* GSSAPI runs sasl.kerberos.kinit.cmd; OAUTHBEARER: superusers */
+		if (pg_strcasecmp(value, "GSSAPI") == 0)
+			class = KP_EXECUTE;
+		else
+			known = false;
+	}
+	if (known && class == KP_ANYONE)
+		return;
+	if (known && class == KP_READ_FILES &&
+		has_privs_of_role(role, ROLE_PG_READ_SERVER_FILES))
+		return;
+	if (known && class == KP_EXECUTE &&
+		has_privs_of_role(role, ROLE_PG_EXECUTE_SERVER_PROGRAM))
+		return;
+
+	rolename = GetUserNameFromId(role, false);
+	if (strncmp(key, "sasl.mechanism", 14) == 0)
+		key = psprintf("%s\" to \"%s", key, value);	/* name the value too */
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to set librdkafka property \"%s\"", key),
+			 !known ?
+			 errdetail("Only superusers may set it; role \"%s\" is not one.", rolename) :
+			 class == KP_READ_FILES ?
+			 errdetail("It names a file the server reads: only superusers and members of pg_read_server_files may set it; role \"%s\" is neither.",
+					   rolename) :
+			 errdetail("It makes the server run a program or load a library: only superusers and members of pg_execute_server_program may set it; role \"%s\" is neither.",
+					   rolename),
+			 errhint("See \"Who may set which property\" in stream_ext's docs/kafka.md.")));
+}
+
+/* skip blanks */
+static const char *
+skip_space(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/*
+ * Parse one "[scheme://]host[:port]" (a broker) or "host[:port]" pattern
+ * (of stream_ext.allowed_brokers, where host may also be "*" or
+ * "*.domain") from *p up to a comma or the end.  Returns false if it is
+ * malformed; else the host (palloc'd, without IPv6 brackets) and the port
+ * (0: none given), and *p after it.
+ */
+static bool
+parse_host_port(const char **p, bool pattern, char **host, int *port)
+{
+	const char *s = skip_space(*p);
+	const char *h;
+	size_t		hlen;
+
+	*port = 0;
+	if (!pattern)
+	{
+		/* an optional protocol prefix such as SASL_SSL:// */
+		const char *q = s;
+
+		while (isalnum((unsigned char) *q) || *q == '_')
+			q++;
+		if (q > s && strncmp(q, "://", 3) == 0)
+			s = q + 3;
+	}
+	if (*s == '[')
+	{
+		h = ++s;
+		while (isxdigit((unsigned char) *s) || *s == ':' || *s == '.')
+			s++;
+		if (*s != ']' || s == h)
+			return false;
+		hlen = s - h;
+		s++;
+	}
+	else
+	{
+		h = s;
+		if (pattern && *s == '*')
+		{
+			s++;
+			if (*s == '.')
+				s++;
+			else if (*s != ':' && *s != ',' && *s != '\0' && *s != ' ')
+				return false;
+		}
+		while (isalnum((unsigned char) *s) || *s == '.' || *s == '-' || *s == '_')
+			s++;
+		hlen = s - h;
+		if (hlen == 0 || h[hlen - 1] == '.')
+			return false;
+	}
+	if (*s == ':')
+	{
+		long		n = 0;
+		const char *d = ++s;
+
+		while (isdigit((unsigned char) *s) && s - d < 6)
+			n = n * 10 + (*s++ - '0');
+		if (s == d || n < 1 || n > 65535)
+			return false;
+		*port = (int) n;
+	}
+	s = skip_space(s);
+	if (*s != ',' && *s != '\0')
+		return false;
+	*host = pnstrdup(h, hlen);
+	*p = s;
+	return true;
+}
+
+/*
+ * Split a comma-separated list of brokers (pattern false) or of
+ * allowed_brokers patterns into hosts and ports; false if malformed.
+ */
+static bool
+split_host_ports(const char *list, bool pattern, List **hosts, List **ports)
+{
+	const char *p = list;
+
+	*hosts = NIL;
+	*ports = NIL;
+	for (;;)
+	{
+		char	   *host;
+		int			port;
+
+		if (!parse_host_port(&p, pattern, &host, &port))
+			return false;
+		*hosts = lappend(*hosts, host);
+		*ports = lappend_int(*ports, port);
+		if (*p == '\0')
+			return true;
+		p++;					/* the comma */
+	}
+}
+
+/* the brokers argument: a comma-separated host:port list */
+void
+kafka_check_brokers(const char *brokers)
+{
+	List	   *hosts;
+	List	   *ports;
+
+	if (*skip_space(brokers) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("brokers must not be empty"),
+				 errhint("Give a bootstrap list such as 'localhost:9092'.")));
+	if (!split_host_ports(brokers, false, &hosts, &ports))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid Kafka broker list \"%s\"", brokers),
+				 errhint("Give a comma-separated list of host:port pairs, such as 'kafka1:9092,kafka2:9092'.")));
+}
+
+/* GUC check hook of stream_ext.allowed_brokers */
+bool
+kafka_check_allowed_brokers(char **newval, void **extra, GucSource source)
+{
+	List	   *hosts;
+	List	   *ports;
+
+	if (*newval == NULL || (*skip_space(*newval)) == '\0')
+		return true;
+	if (!split_host_ports(*newval, true, &hosts, &ports))
+	{
+		GUC_check_errdetail("List host[:port] patterns separated by commas; a host may be \"*\" or begin with \"*.\".");
+		return false;
+	}
+	list_free_deep(hosts);
+	list_free(ports);
+	return true;
+}
+
+/* does host:port (port 0: the default, 9092) match pattern phost:pport? */
+static bool
+broker_matches(const char *host, int port, const char *phost, int pport)
+{
+	if (pport != 0 && pport != (port == 0 ? 9092 : port))
+		return false;
+	if (strcmp(phost, "*") == 0)
+		return true;
+	if (strncmp(phost, "*.", 2) == 0)
+	{
+		size_t		hl = strlen(host);
+		size_t		sl = strlen(phost + 1);	/* ".domain" */
+
+		return hl > sl && pg_strcasecmp(host + hl - sl, phost + 1) == 0;
+	}
+	return pg_strcasecmp(host, phost) == 0;
+}
+
+/*
+ * May role connect to these brokers?  Superusers may connect anywhere;
+ * others only to brokers stream_ext.allowed_brokers lists (if it is set).
+ */
+static void
+check_brokers_allowed(Oid role, const char *brokers)
+{
+	List	   *hosts,
+			   *ports,
+			   *phosts,
+			   *pports;
+	ListCell   *lh,
+			   *lp;
+
+	if (kafka_allowed_brokers == NULL || *skip_space(kafka_allowed_brokers) == '\0' ||
+		superuser_arg(role))
+		return;
+	if (!split_host_ports(brokers, false, &hosts, &ports))
+		kafka_check_brokers(brokers);	/* ereports */
+	if (!split_host_ports(kafka_allowed_brokers, true, &phosts, &pports))
+		elog(ERROR, "invalid stream_ext.allowed_brokers");	/* check hook */
+	forboth(lh, hosts, lp, ports)
+	{
+		ListCell   *ph,
+				   *pp;
+		bool		allowed = false;
+
+		forboth(ph, phosts, pp, pports)
+			if (broker_matches(lfirst(lh), lfirst_int(lp), lfirst(ph), lfirst_int(pp)))
+			{
+				allowed = true;
+				break;
+			}
+		if (!allowed)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to connect to Kafka broker \"%s\"",
+							(char *) lfirst(lh)),
+					 errdetail("stream_ext.allowed_brokers does not list it: role \"%s\" may connect only to the brokers listed there, as it is not a superuser.",
+							   GetUserNameFromId(role, false)),
+					 errhint("A superuser can add it to stream_ext.allowed_brokers.")));
+	}
+}
+
+/* ----------------------------------------------------------------
  * librdkafka configuration
  * ----------------------------------------------------------------
  */
@@ -376,36 +782,59 @@ kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
 }
 
 /*
+ * stream_ext sets these itself, for every source and sink: the brokers
+ * come from the brokers argument only (validated, and checked against
+ * stream_ext.allowed_brokers).
+ */
+static const char *const common_managed_properties[] = {
+	"bootstrap.servers", "metadata.broker.list", NULL
+};
+
+/* ereport if key is in the NULL-terminated list managed */
+static void
+check_not_managed(const char *key, const char *const *managed, const char *detail)
+{
+	const char *const *m;
+
+	for (m = managed; *m != NULL; m++)
+		if (strcmp(key, *m) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("librdkafka property \"%s\" is managed by stream_ext", key),
+					 errdetail("%s", detail)));
+}
+
+/*
  * A configuration with the brokers, stream_ext's client.id and the user's
  * properties, in their order; a property in the NULL-terminated list
- * managed is refused (with managed_detail).  The caller adds its own.
+ * managed is refused (with managed_detail).  role is the one whose rights
+ * apply -- the caller of create, the owner in a worker: it must be allowed
+ * to connect to the brokers and to set every property (so this needs a
+ * transaction).  The caller adds its own properties.
  */
 rd_kafka_conf_t *
 kafka_conf_new(const char *brokers, List *keys, List *values,
-			   const char *const *managed, const char *managed_detail)
+			   const char *const *managed, const char *managed_detail,
+			   Oid role)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf;
 	ListCell   *lk,
 			   *lv;
 
+	forboth(lk, keys, lv, values)
+	{
+		check_not_managed(lfirst(lk), common_managed_properties,
+						  "Give the brokers in the brokers argument.");
+		check_not_managed(lfirst(lk), managed, managed_detail);
+		check_property_privilege(role, lfirst(lk), lfirst(lv));
+	}
+	check_brokers_allowed(role, brokers);
+
+	conf = rd_kafka_conf_new();
 	kafka_conf_set(conf, "bootstrap.servers", brokers);
 	kafka_conf_set(conf, "client.id", "stream_ext");
 	forboth(lk, keys, lv, values)
-	{
-		const char *k = lfirst(lk);
-		const char *const *m;
-
-		for (m = managed; *m != NULL; m++)
-			if (strcmp(k, *m) == 0)
-			{
-				rd_kafka_conf_destroy(conf);
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("librdkafka property \"%s\" is managed by stream_ext", k),
-						 errdetail("%s", managed_detail)));
-			}
-		kafka_conf_set(conf, k, (const char *) lfirst(lv));
-	}
+		kafka_conf_set(conf, (const char *) lfirst(lk), (const char *) lfirst(lv));
 	return conf;
 }
 
@@ -544,11 +973,7 @@ kafka_check_definition(const KafkaKind *kind, const char *name, Oid stream,
 	AclResult	aclresult;
 
 	check_name(kind, name);
-	if (brokers[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("brokers must not be empty"),
-				 errhint("Give a bootstrap list such as 'localhost:9092'.")));
+	kafka_check_brokers(brokers);
 	if (topic[0] == '\0' || strlen(topic) > 249)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -925,10 +1350,16 @@ kafka_commit_xact(void)
 	pgstat_report_stat(false);
 }
 
-/* librdkafka's error callback: kept for kafka_pending_error() */
+/*
+ * librdkafka's error callback: kept for kafka_pending_error().  "All
+ * brokers are down" follows each broker's own error (connection refused,
+ * SASL handshake failed, ...): it does not replace one not yet shown.
+ */
 void
 kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
+	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && rk_error_pending)
+		return;
 	snprintf(rk_error, sizeof(rk_error), "%s: %s",
 			 rd_kafka_err2name((rd_kafka_resp_err_t) err), reason);
 	rk_error_pending = true;

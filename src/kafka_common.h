@@ -20,6 +20,7 @@
 #include "nodes/pg_list.h"
 #include "postmaster/bgworker.h"
 #include "storage/lwlock.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 
 #include <librdkafka/rdkafka.h>
@@ -117,9 +118,13 @@ extern List *kafka_opt_names(JsonbValue *v, const char *key);
 
 /* ---- librdkafka configuration ---- */
 
+extern char *kafka_allowed_brokers;
+
+extern void kafka_check_brokers(const char *brokers);
+extern bool kafka_check_allowed_brokers(char **newval, void **extra, GucSource source);
 extern rd_kafka_conf_t *kafka_conf_new(const char *brokers, List *keys, List *values,
 									   const char *const *managed,
-									   const char *managed_detail);
+									   const char *managed_detail, Oid role);
 extern void kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value);
 extern bool kafka_property_given(List *keys, const char *key);
 

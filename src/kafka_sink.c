@@ -153,13 +153,14 @@ static const char *const sink_managed_properties[] = {
  * the ones delivery tracking relies on.  ereports on an invalid property.
  */
 rd_kafka_conf_t *
-kafka_sink_build_conf(const char *brokers, const KafkaSinkOptions *opts)
+kafka_sink_build_conf(const char *brokers, const KafkaSinkOptions *opts, Oid role)
 {
 	rd_kafka_conf_t *conf;
 
 	conf = kafka_conf_new(brokers, opts->kafka_keys, opts->kafka_values,
 						  sink_managed_properties,
-						  "Sinks use the idempotent producer (enable.idempotence=true, acks=all).");
+						  "Sinks use the idempotent producer (enable.idempotence=true, acks=all).",
+						  role);
 	kafka_conf_set(conf, "enable.idempotence", "true");
 	if (!kafka_property_given(opts->kafka_keys, "message.timeout.ms") &&
 		!kafka_property_given(opts->kafka_keys, "delivery.timeout.ms"))
@@ -368,7 +369,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	fmt = sink_parse_format(format);
 	kafka_sink_parse_options(options, &opts);
 	validate_sink_columns(stream, fmt, key_column, &opts);
-	conf = kafka_sink_build_conf(brokers, &opts);
+	conf = kafka_sink_build_conf(brokers, &opts, GetUserId());
 	rd_kafka_conf_destroy(conf);
 
 	SPI_connect();

@@ -67,7 +67,7 @@ extern int	kafka_max_sinks;
 extern void kafka_sink_init(void);
 extern void kafka_sink_parse_options(Jsonb *options, KafkaSinkOptions *opts);
 extern rd_kafka_conf_t *kafka_sink_build_conf(const char *brokers,
-											  const KafkaSinkOptions *opts);
+											  const KafkaSinkOptions *opts, Oid role);
 extern void kafka_sink_launch_running(Oid dboid);
 
 /* background worker entry point (kafka_sink_worker.c) */

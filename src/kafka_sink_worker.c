@@ -185,7 +185,10 @@ setup_producer(void)
 	rd_kafka_conf_t *conf;
 	char		errstr[512];
 
-	conf = kafka_sink_build_conf(S.brokers, &S.opts);
+	/* as the owner, whose rights may have changed since the sink was created */
+	kafka_begin_xact();
+	conf = kafka_sink_build_conf(S.brokers, &S.opts, S.args.owner);
+	kafka_commit_xact();
 	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
 	rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
 	S.rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));

@@ -322,13 +322,14 @@ static const char *const source_managed_properties[] = {
  */
 rd_kafka_conf_t *
 kafka_build_conf(const char *brokers, const KafkaOptions *opts,
-				 const char *group_id)
+				 const char *group_id, Oid role)
 {
 	rd_kafka_conf_t *conf;
 
 	conf = kafka_conf_new(brokers, opts->kafka_keys, opts->kafka_values,
 						  source_managed_properties,
-						  "Offsets are stored in stream_ext.kafka_offsets, in the transaction of each batch.");
+						  "Offsets are stored in stream_ext.kafka_offsets, in the transaction of each batch.",
+						  role);
 	if (!kafka_property_given(opts->kafka_keys, "auto.offset.reset"))
 		kafka_conf_set(conf, "auto.offset.reset", "earliest");
 	if (group_id && !kafka_property_given(opts->kafka_keys, "group.id"))
@@ -390,7 +391,7 @@ stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
 	/* validates the column mapping against the stream */
 	(void) kafka_decoder_create(stream, fmt, &opts);
 	/* validates the librdkafka properties */
-	conf = kafka_build_conf(brokers, &opts, "stream_ext");
+	conf = kafka_build_conf(brokers, &opts, "stream_ext", GetUserId());
 	rd_kafka_conf_destroy(conf);
 
 	SPI_connect();
@@ -488,8 +489,9 @@ stream_ext_stop_source(PG_FUNCTION_ARGS)
 }
 
 /*
- * drop_source(name, if_exists): delete the source and its stored offsets
- * (dead letters are kept).  Running workers exit when they see it gone.
+ * drop_source(name, if_exists): delete the source, and with it (foreign
+ * keys ON DELETE CASCADE) its stored offsets and dead letters.  Running
+ * workers exit when they see it gone.
  */
 Datum
 stream_ext_drop_source(PG_FUNCTION_ARGS)

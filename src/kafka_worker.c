@@ -83,6 +83,7 @@
 #define METADATA_CHECK_MS 30000
 #define RETRY_MIN_MS	100		/* backoff of a batch retried after a transient error */
 #define RETRY_MAX_MS	10000
+#define ERROR_REPORT_MS	100
 
 typedef enum BatchResult
 {
@@ -117,6 +118,7 @@ typedef struct Worker
 
 	/* the consumer */
 	rd_kafka_t *rk;
+	char		client_error[KAFKA_ERRMSG_LEN];	/* librdkafka's last, in setup */
 	rd_kafka_queue_t *rkq;
 	int			npartitions;	/* of the topic, as last seen */
 	int			nmine;
@@ -284,22 +286,71 @@ teardown_consumer(void)
 	W.rk = NULL;
 }
 
-/* number of partitions of the topic; ereports if unknown or missing */
+/*
+ * Show the errors librdkafka reported (a broker refusing the connection,
+ * a failed SASL handshake, ...) in source_status at once; the last one is
+ * kept in W.client_error.  Only before the partitions are assigned: it
+ * serves the consumer queue, where messages would come from too.
+ */
+static void
+report_client_errors(void)
+{
+	rd_kafka_message_t *m;
+	const char *e;
+
+	while ((m = rd_kafka_consumer_poll(W.rk, 0)) != NULL)
+	{
+		if (m->err)
+			snprintf(W.client_error, sizeof(W.client_error), "%s: %s",
+					 rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+		rd_kafka_message_destroy(m);
+	}
+	if ((e = kafka_pending_error()) != NULL)
+		strlcpy(W.client_error, e, sizeof(W.client_error));
+	if (W.client_error[0] != '\0' &&
+		strcmp(W.client_error, W.slot->common.last_error) != 0)
+		set_error(W.client_error, KWS_RETRYING);
+}
+
+/*
+ * Number of partitions of the topic; ereports if unknown or missing.  With
+ * report_errors (while setting up the consumer), the wait for a broker
+ * that answers is cut into slices (100 ms, then doubled: a slow broker
+ * still gets its time), between which librdkafka's errors are reported,
+ * and the error raised names the last of them.
+ */
 static int
-topic_partition_count(int timeout_ms)
+topic_partition_count(int timeout_ms, bool report_errors)
 {
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(W.rk, W.topic, NULL);
 	const struct rd_kafka_metadata *md;
 	rd_kafka_resp_err_t err;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	long		slice = report_errors ? ERROR_REPORT_MS : timeout_ms;
 	int			n;
 
-	err = rd_kafka_metadata(W.rk, 0, rkt, &md, timeout_ms);
+	for (;;)
+	{
+		long		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+		err = rd_kafka_metadata(W.rk, 0, rkt, &md, (int) Min(remaining, slice));
+		if (!report_errors)
+			break;
+		slice *= 2;
+		report_client_errors();
+		if ((err != RD_KAFKA_RESP_ERR__TRANSPORT && err != RD_KAFKA_RESP_ERR__TIMED_OUT) ||
+			GetCurrentTimestamp() >= deadline)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
 	rd_kafka_topic_destroy(rkt);
 	if (err)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("cannot get metadata of Kafka topic \"%s\" from %s: %s",
-						W.topic, W.brokers, rd_kafka_err2str(err))));
+						W.topic, W.brokers,
+						report_errors && W.client_error[0] ? W.client_error :
+						rd_kafka_err2str(err))));
 	if (md->topic_cnt != 1 || md->topics[0].err ||
 		md->topics[0].partition_cnt == 0)
 	{
@@ -384,8 +435,13 @@ setup_consumer(void)
 				i;
 	MemoryContext old;
 
-	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id);
+	/* as the owner, whose rights may have changed since the source was created */
+	kafka_begin_xact();
+	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id, W.args.owner);
+	kafka_commit_xact();
 	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+	W.client_error[0] = '\0';
+	(void) kafka_pending_error();	/* the previous consumer's */
 	W.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
 	if (W.rk == NULL)
 		ereport(ERROR,
@@ -397,7 +453,7 @@ setup_consumer(void)
 	W.queue_max_bytes = conf_int(rd_kafka_conf(W.rk), "queued.max.messages.kbytes", 65536) * 1024;
 	W.queue_filled = false;
 
-	W.npartitions = topic_partition_count(5000);
+	W.npartitions = topic_partition_count(5000, true);
 
 	old = MemoryContextSwitchTo(W.source_cxt);
 	W.mine = palloc(sizeof(int32) * W.npartitions);
@@ -1369,7 +1425,7 @@ worker_iteration(void)
 		/* after broker errors, see whether the cluster answers again */
 		if (W.slot->common.state == KWS_RETRYING)
 		{
-			(void) topic_partition_count(1000);
+			(void) topic_partition_count(1000, false);
 			kafka_worker_set_state(KWS_RUNNING);
 		}
 	}
@@ -1377,7 +1433,7 @@ worker_iteration(void)
 	if (TimestampDifferenceExceeds(W.last_metadata_check, now, METADATA_CHECK_MS))
 	{
 		W.last_metadata_check = now;
-		if (topic_partition_count(5000) != W.npartitions)
+		if (topic_partition_count(5000, false) != W.npartitions)
 		{
 			ereport(LOG,
 					(errmsg("stream_ext: partitions of Kafka topic \"%s\" changed, reassigning",
