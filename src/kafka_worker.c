@@ -119,6 +119,8 @@ typedef struct Worker
 	/* the consumer */
 	rd_kafka_t *rk;
 	char		client_error[KAFKA_ERRMSG_LEN];	/* librdkafka's last, in setup */
+	bool		client_failing;	/* librdkafka reported an error since the
+								 * cluster last answered a metadata request */
 	rd_kafka_queue_t *rkq;
 	int			npartitions;	/* of the topic, as last seen */
 	int			nmine;
@@ -167,6 +169,14 @@ static void
 set_error(const char *msg, KafkaWorkerState state)
 {
 	kafka_worker_set_error(msg, state, false);
+}
+
+/* an error of librdkafka's (a broker refusing, a failed handshake, ...) */
+static void
+set_client_error(const char *msg)
+{
+	W.client_failing = true;
+	set_error(msg, KWS_RETRYING);
 }
 
 static void
@@ -309,7 +319,7 @@ report_client_errors(void)
 		strlcpy(W.client_error, e, sizeof(W.client_error));
 	if (W.client_error[0] != '\0' &&
 		strcmp(W.client_error, W.slot->common.last_error) != 0)
-		set_error(W.client_error, KWS_RETRYING);
+		set_client_error(W.client_error);
 }
 
 /*
@@ -726,7 +736,7 @@ consume_batch(void)
 
 			snprintf(buf, sizeof(buf), "%s: %s", rd_kafka_err2name(m->err),
 					 rd_kafka_message_errstr(m));
-			set_error(buf, KWS_RETRYING);
+			set_client_error(buf);
 			rd_kafka_message_destroy(m);
 			continue;
 		}
@@ -1360,13 +1370,14 @@ worker_iteration(void)
 		if (W.slot->common.state != KWS_RETRYING)
 			kafka_worker_set_state(KWS_STARTING);
 		setup_consumer();
+		W.client_failing = false;
 		kafka_worker_set_state(KWS_RUNNING);
 		W.backoff_ms = 0;
 	}
 
 	consume_batch();
 	if ((rk_error = kafka_pending_error()) != NULL)
-		set_error(rk_error, KWS_RETRYING);
+		set_client_error(rk_error);
 
 	if (W.nmsgs > 0)
 	{
@@ -1403,7 +1414,13 @@ worker_iteration(void)
 		W.slot->common.errors += n_errors;
 		W.slot->dead_letters += n_dead;
 		W.slot->common.last_batch_time = GetCurrentTimestamp();
-		if (W.slot->common.state == KWS_RETRYING)
+		/*
+		 * A batch retried after a database error has gone through.  After a
+		 * client error (a broker down) batches may still come from
+		 * librdkafka's prefetched queue: the source stays 'retrying' until
+		 * the cluster answers again (below).
+		 */
+		if (W.slot->common.state == KWS_RETRYING && !W.client_failing)
 			W.slot->common.state = KWS_RUNNING;
 		LWLockRelease(kafka_shared->table.lock);
 		W.backoff_ms = 0;
@@ -1426,6 +1443,7 @@ worker_iteration(void)
 		if (W.slot->common.state == KWS_RETRYING)
 		{
 			(void) topic_partition_count(1000, false);
+			W.client_failing = false;
 			kafka_worker_set_state(KWS_RUNNING);
 		}
 	}
