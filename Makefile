@@ -16,7 +16,7 @@
 EXTENSION  = stream_ext
 EXTVERSION = 0.3
 MODULE_big = stream_ext
-OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 # install scripts of earlier versions (frozen) and the upgrade scripts
 DATA       = $(sort $(wildcard src/sql/upgrade/*.sql))
@@ -41,7 +41,7 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes (a stale object with an old struct layout corrupts memory).
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h)
 
 $(EXTENSION)--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@

@@ -11,13 +11,13 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "ddl.h"
-#include "kafka_common.h"
-#include "kafka_sink.h"
-#include "launcher.h"
-#include "maintain.h"
-#include "retention.h"
-#include "stats.h"
+#include "ddl/ddl.h"
+#include "housekeeping/retention.h"
+#include "kafka/common.h"
+#include "kafka/launcher.h"
+#include "kafka/sink.h"
+#include "maintain/maintain.h"
+#include "maintain/stats.h"
 #include "stream_ext.h"
 
 PG_MODULE_MAGIC;

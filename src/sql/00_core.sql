@@ -14,7 +14,7 @@ GRANT USAGE ON SCHEMA stream_ext TO PUBLIC;
 CREATE TABLE stream_ext.stream_catalog (
     stream      regclass PRIMARY KEY,
     created_at  timestamptz NOT NULL DEFAULT now(),
-    -- how long raw rows stay (retention.c); NULL: kept until TRUNCATE
+    -- how long raw rows stay (housekeeping/retention.c); NULL: kept until TRUNCATE
     retention   interval DEFAULT '1 hour'
 );
 
@@ -37,11 +37,11 @@ CREATE TABLE stream_ext.view_catalog (
     window_column name,
     expire_sql    text,
     -- WITH (ttl, ttl_column): groups whose ttl_column < now() - ttl are
-    -- deleted by stream_ext.run_maintenance() (retention.c)
+    -- deleted by stream_ext.run_maintenance() (housekeeping/retention.c)
     ttl          interval,
     ttl_column   name,
     ttl_sql      text,
-    -- WITH (notify = 'channel'): NOTIFYed once per batch (transform.c)
+    -- WITH (notify = 'channel'): NOTIFYed once per batch (maintain/transform.c)
     notify       text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);

@@ -1,4 +1,4 @@
--- stream_ext install script: time windows (docs/windows.md, src/windows.c).
+-- stream_ext install script: time windows (docs/windows.md, windows/windows.c).
 
 -- Tumbling windows: the start of the size-long window holding ts, windows
 -- aligned to 1970-01-01 00:00:00 (UTC for timestamptz), like

@@ -1,4 +1,4 @@
--- stream_ext install script: late data of tumbling windows (lateness.c).
+-- stream_ext install script: late data of tumbling windows (windows/lateness.c).
 
 CREATE TABLE stream_ext.lateness_views (
     view              regclass PRIMARY KEY

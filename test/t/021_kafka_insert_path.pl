@@ -1,4 +1,4 @@
-# Kafka ingest: how a batch is inserted into the stream (src/stream_insert.c).
+# Kafka ingest: how a batch is inserted into the stream (src/kafka/bulk_insert.c).
 # The worker inserts decoded batches like COPY (multi-insert, no planned
 # INSERT); this checks that it keeps INSERT's semantics: column defaults per
 # row, stored generated columns, indexes, AFTER ROW triggers, BEFORE/AFTER
