@@ -10,14 +10,27 @@
 # Set-up commands (see README.md):
 #   make demo    build, install, start a throwaway cluster and run the demo
 #   make test    build, install and run every test
+#   make installcheck  (after make install) the pg_regress and isolation
+#                tests against a running server that preloads stream_ext,
+#                found through PGHOST/PGPORT/PGUSER like psql
 EXTENSION  = stream_ext
 EXTVERSION = 0.3
 MODULE_big = stream_ext
-OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 # install scripts of earlier versions (frozen) and the upgrade scripts
 DATA       = $(sort $(wildcard src/sql/upgrade/*.sql))
 EXTRA_CLEAN = $(EXTENSION)--$(EXTVERSION).sql
+
+# PGXS's installcheck: every sql/*.sql (wildcard, so new tests join by
+# themselves) in database contrib_regression, then every isolation spec in
+# database isolation_regression.  pg_isolation_regress wants specs/ and
+# expected/ under its input directory: test/isolation (the later --inputdir
+# wins over the one PGXS passes).  Outputs: results/, regression.diffs,
+# output_iso/ (gitignored, removed by make clean).
+REGRESS        = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
+ISOLATION      = $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation
 
 PG_CONFIG ?= $(shell command -v pg_config || echo /usr/lib/postgresql/15/bin/pg_config)
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -28,7 +41,7 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes (a stale object with an old struct layout corrupts memory).
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h)
 
 $(EXTENSION)--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@

@@ -11,14 +11,14 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "aggsupport.h"
-#include "ddl.h"
-#include "kafka_common.h"
-#include "kafka_sink.h"
-#include "launcher.h"
-#include "maintain.h"
-#include "retention.h"
-#include "stats.h"
+#include "ddl/ddl.h"
+#include "housekeeping/retention.h"
+#include "kafka/common.h"
+#include "kafka/launcher.h"
+#include "kafka/sink.h"
+#include "maintain/maintain.h"
+#include "maintain/stats.h"
+#include "query/aggsupport.h"
 #include "stream_ext.h"
 
 PG_MODULE_MAGIC;
@@ -33,6 +33,18 @@ void
 _PG_init(void)
 {
 	stream_ext_preloaded = process_shared_preload_libraries_in_progress;
+
+	/*
+	 * Loaded on first use in a backend of a server without the preload
+	 * (CREATE EXTENSION, LOAD, a function call): define and install nothing.
+	 * PGC_POSTMASTER variables, shared memory and background workers can
+	 * only be set up while the postmaster starts (defining such a variable
+	 * now is FATAL), and hooks in this backend alone would maintain views
+	 * in some sessions only.  The install script's _assert_preloaded()
+	 * then reports the missing preload as an ordinary error.
+	 */
+	if (!stream_ext_preloaded)
+		return;
 
 	ddl_init();
 	ddl_define_gucs();

@@ -14,7 +14,7 @@ GRANT USAGE ON SCHEMA stream_ext TO PUBLIC;
 CREATE TABLE stream_ext.stream_catalog (
     stream      regclass PRIMARY KEY,
     created_at  timestamptz NOT NULL DEFAULT now(),
-    -- how long raw rows stay (retention.c); NULL: kept until TRUNCATE
+    -- how long raw rows stay (housekeeping/retention.c); NULL: kept until TRUNCATE
     retention   interval DEFAULT '1 hour'
 );
 
@@ -37,11 +37,11 @@ CREATE TABLE stream_ext.view_catalog (
     window_column name,
     expire_sql    text,
     -- WITH (ttl, ttl_column): groups whose ttl_column < now() - ttl are
-    -- deleted by stream_ext.run_maintenance() (retention.c)
+    -- deleted by stream_ext.run_maintenance() (housekeeping/retention.c)
     ttl          interval,
     ttl_column   name,
     ttl_sql      text,
-    -- WITH (notify = 'channel'): NOTIFYed once per batch (transform.c)
+    -- WITH (notify = 'channel'): NOTIFYed once per batch (maintain/transform.c)
     notify       text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
@@ -82,10 +82,11 @@ SELECT v.view AS name,
 GRANT SELECT ON stream_ext.streams, stream_ext.continuous_views TO PUBLIC;
 
 -- Streams
+-- not STRICT: a NULL argument is an error, not a NULL result
 CREATE FUNCTION stream_ext.create_stream(name text, columns text)
     RETURNS regclass
     AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
-    LANGUAGE C STRICT;
+    LANGUAGE C;
 
 CREATE FUNCTION stream_ext.reject_stream_modification() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_reject_stream_modification'

@@ -34,9 +34,13 @@ CREATE TABLE stream_ext.kafka_offsets (
 );
 
 -- Messages that could not be decoded or inserted (on_error = 'dead_letter').
+-- They go with their source: drop_source deletes them, so a source created
+-- later under the same name (by anyone) starts with none.
 CREATE TABLE stream_ext.dead_letters (
     id          bigserial PRIMARY KEY,
-    source      text NOT NULL,
+    source      text NOT NULL
+                REFERENCES stream_ext.kafka_sources (name)
+                ON DELETE CASCADE ON UPDATE CASCADE,
     partition   int NOT NULL,
     "offset"    bigint NOT NULL,
     key         bytea,
@@ -139,6 +143,7 @@ SELECT s.name AS source,
          WHEN s.state <> 'running' THEN s.state
          WHEN w.workers IS NULL THEN 'starting'
          WHEN w.retrying > 0 THEN 'retrying'
+         WHEN w.starting > 0 THEN 'starting'
          ELSE 'running'
        END AS state,
        coalesce(w.workers, 0) AS workers,
@@ -158,6 +163,7 @@ SELECT s.name AS source,
   LEFT JOIN (SELECT source_id,
                     count(*)::int AS workers,
                     count(*) FILTER (WHERE state = 'retrying') AS retrying,
+                    count(*) FILTER (WHERE state = 'starting') AS starting,
                     sum(messages)::bigint AS messages,
                     sum(bytes)::bigint AS bytes,
                     sum(batches)::bigint AS batches,

@@ -130,7 +130,7 @@ BEGIN
 END
 $$;
 
--- ---- secondary indexes on continuous views (src/indexes.c) ----
+-- ---- secondary indexes on continuous views (ddl/indexes.c) ----
 -- The materialization column a view column reads, NULL if it is computed
 -- when read.
 CREATE FUNCTION stream_ext._view_column_source(view regclass, col name)

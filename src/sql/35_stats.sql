@@ -1,4 +1,4 @@
--- stream_ext install script: observability (stats.c, explain.c).
+-- stream_ext install script: observability (maintain/stats.c, maintain/explain.c).
 
 CREATE FUNCTION stream_ext._view_stats(
     OUT view oid, OUT stream oid, OUT rows_in bigint, OUT batches bigint,

@@ -1,4 +1,4 @@
--- stream_ext install script: session windows (sessions.c).
+-- stream_ext install script: session windows (windows/sessions.c).
 
 -- Merges partial states of one aggregate (the aggregate's combine function,
 -- through stream_ext.combine): the read side of session windows.

@@ -1,4 +1,4 @@
--- stream_ext install script: continuous transforms (transform.c).
+-- stream_ext install script: continuous transforms (maintain/transform.c).
 
 -- One row per continuous transform: a continuous view without aggregates.
 -- Its rows go to output_stream, or (without one) to output_table, which the

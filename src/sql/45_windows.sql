@@ -1,4 +1,4 @@
--- stream_ext install script: time windows (docs/windows.md, src/windows.c).
+-- stream_ext install script: time windows (docs/windows.md, windows/windows.c).
 
 -- Tumbling windows: the start of the size-long window holding ts, windows
 -- aligned to 1970-01-01 00:00:00 (UTC for timestamptz), like
@@ -24,6 +24,14 @@ CREATE FUNCTION stream_ext.hop(ts timestamp, size interval, slide interval)
     RETURNS SETOF timestamp
     AS 'MODULE_PATHNAME', 'stream_ext_hop'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
+
+-- Hopping windows with allowed_lateness: where the windows of pane that a
+-- row may still join start, given the watermark (-infinity: all of them).
+CREATE FUNCTION stream_ext.hop_open_from(pane timestamptz, size interval, slide interval,
+                                         watermark timestamptz)
+    RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'stream_ext_hop_open_from'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- Reads of hopping and sliding views merge pane states with
 -- stream_ext.merge_states() (src/sql/40_sessions.sql).

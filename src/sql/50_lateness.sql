@@ -1,4 +1,4 @@
--- stream_ext install script: late data of tumbling windows (lateness.c).
+-- stream_ext install script: late data of tumbling windows (windows/lateness.c).
 
 CREATE TABLE stream_ext.lateness_views (
     view              regclass PRIMARY KEY
@@ -36,13 +36,14 @@ SELECT pg_catalog.pg_extension_config_dump('stream_ext.watermarks', '');
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.late_rows', '');
 
 -- late rows are rows of the stream: only the view's owner (and members of
--- that role) see them
+-- that role) see them; maintenance adds them as the view's owner, so the
+-- policy lets an owner add rows of its own views only
 ALTER TABLE stream_ext.late_rows ENABLE ROW LEVEL SECURITY;
 CREATE POLICY late_rows_owner ON stream_ext.late_rows
     USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
                                     WHERE c.oid = late_rows.view), 'USAGE'));
 GRANT SELECT ON stream_ext.lateness_views, stream_ext.watermarks TO PUBLIC;
-GRANT SELECT, DELETE ON stream_ext.late_rows TO PUBLIC;
+GRANT SELECT, INSERT, DELETE ON stream_ext.late_rows TO PUBLIC;
 
 CREATE VIEW stream_ext.lateness AS
 SELECT l.view,

@@ -1,4 +1,4 @@
--- stream_ext install script: TTL, retention and their scheduling (retention.c).
+-- stream_ext install script: TTL, retention and their scheduling (housekeeping/retention.c).
 
 CREATE FUNCTION stream_ext.set_retention(stream regclass, retention interval)
     RETURNS void

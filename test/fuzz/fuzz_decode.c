@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_decode.c
- *	  libFuzzer harness for the Kafka message decoder (src/formats.c),
+ *	  libFuzzer harness for the Kafka message decoder (src/kafka/decode.c),
  *	  running inside a PostgreSQL backend.
  *
- * formats.c needs the backend: jsonb_in, the columns' input functions,
+ * src/kafka/decode.c needs the backend: jsonb_in, the columns' input functions,
  * memory contexts, ereport.  So instead of a standalone binary with a
  * shim, this is a loadable module (test only, never installed) holding a
- * copy of src/formats.c compiled with libFuzzer's coverage instrumentation
+ * copy of src/kafka/decode.c compiled with libFuzzer's coverage instrumentation
  * and libFuzzer itself (libclang_rt.fuzzer_no_main).  Its SQL function
  * builds one decoder per (stream, format, options) given -- the options go
  * through the extension's own kafka_parse_options(), resolved from the
@@ -65,8 +65,8 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "formats.h"
-#include "kafka.h"
+#include "kafka/decode.h"
+#include "kafka/source.h"
 
 PG_MODULE_MAGIC;
 

@@ -75,21 +75,24 @@ pg_private_root() {
 	chmod -R a+rX "$root"
 }
 
-# An existing private copy misses the extensions installed into the system
-# PostgreSQL after it was made (say hll or tdigest from apt): copy the files of
-# the system's lib/ and share/extension/ that the copy does not have.  Files
-# it has are left alone (they may be this checkout's build), and so are
-# stream_ext's own (another checkout's install must not leak in).
+# An existing private copy gets the extensions installed into the system
+# PostgreSQL since it was made (apt-get install postgresql-15-hll): every
+# file of the system's pkglibdir and share/extension/ that is missing from
+# the copy or newer than the copy's is copied over.  stream_ext's own files
+# are left alone (the copy has this checkout's build).
 pg_private_refresh() {
-	local root=$1 dir f n=0
+	local root=$1 dir rel n=0
+	# already pointed into the copy (a nested call of pg_env): nothing to do
+	[[ $(readlink -f "$PG_CONFIG") == "$(readlink -f "$root")"/* ]] && return 0
 	for dir in "$("$PG_CONFIG" --pkglibdir)" "$("$PG_CONFIG" --sharedir)/extension"; do
-		[[ -d $dir && -d $root/tree$dir ]] || continue
-		while IFS= read -r -d '' f; do
-			[[ -e $root/tree$dir/$f || -L $root/tree$dir/$f ]] && continue
-			(cd "$dir" && cp -a --parents "$f" "$root/tree$dir/") && n=$((n + 1))
-		done < <(cd "$dir" && find . \( -name 'stream_ext*' -prune \) -o \( -type f -o -type l \) -print0)
+		while IFS= read -r -d '' rel; do
+			[[ -e $root/tree$dir/$rel && ! $dir/$rel -nt $root/tree$dir/$rel ]] && continue
+			mkdir -p "$(dirname "$root/tree$dir/$rel")"
+			cp -a "$dir/$rel" "$root/tree$dir/$rel"
+			n=$((n + 1))
+		done < <(cd "$dir" && find . ! -type d ! -name 'stream_ext*' -print0)
 	done
-	[[ $n -eq 0 ]] || msg "private PostgreSQL installation in $root: added $n file(s) installed in the system one since it was made"
+	[[ $n -eq 0 ]] || msg "private PostgreSQL installation in $root: $n new file(s) from the system's"
 }
 
 is_root() { [[ $(id -u) -eq 0 ]]; }

@@ -20,6 +20,9 @@ set -euo pipefail
 #                                       libFuzzer for test/fuzz/)
 #   librdkafka-dev, kcat                Kafka ingest and its tests
 #   postgresql-15-cron                  pg_cron (preloaded by the test cluster)
+#   postgresql-15-hll, postgresql-15-tdigest
+#                                       other extensions' aggregates in continuous
+#                                       views (sql/21_other_aggs)
 #   libipc-run-perl, perl               TAP tests (prove, IPC::Run)
 #   make, gcc                           the build itself
 #   curl, openssl                       PostgREST demo/tests (HTTP, JWT signing)
@@ -30,6 +33,8 @@ PACKAGES=(
 	postgresql-contrib
 	librdkafka-dev
 	postgresql-15-cron
+	postgresql-15-hll
+	postgresql-15-tdigest
 	kcat
 	libipc-run-perl
 	perl

@@ -279,7 +279,7 @@ is(sql(q{SELECT string_agg(n::text, ',' ORDER BY n) FROM strict}) . '|'
 	  . sql(q{SELECT count(*) FROM stream_ext.dead_letters WHERE source = 'lax_src'}),
 	'1,3|0', 'and writes no dead letter');
 
-# ---- 12. a row the stream refuses: the batch is retried row by row ----------
+# ---- 12. a row the stream refuses: the batch is split to find it -----------
 sql(q{SELECT stream_ext.create_stream('checked', 'n int CHECK (n > 0)');
     CREATE VIEW checked_v WITH (continuous) AS SELECT count(*) AS c, sum(n) AS s FROM checked;
     SELECT stream_ext.create_kafka_source('checked_src', 'checked', '} . $bootstrap . q{', 'checked', 'json');

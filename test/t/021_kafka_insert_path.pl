@@ -1,4 +1,4 @@
-# Kafka ingest: how a batch is inserted into the stream (src/stream_insert.c).
+# Kafka ingest: how a batch is inserted into the stream (src/kafka/bulk_insert.c).
 # The worker inserts decoded batches like COPY (multi-insert, no planned
 # INSERT); this checks that it keeps INSERT's semantics: column defaults per
 # row, stored generated columns, indexes, AFTER ROW triggers, BEFORE/AFTER
@@ -59,7 +59,7 @@ is(sql(q{SELECT count(*) || ':' || sum(rows) FROM stmt_log}),
 	'the statement trigger fires once per batch, its transition table holding the batch');
 is(sql(q{SET enable_seqscan = off; SELECT count(*) FROM sem WHERE n = 1234}), '1', 'the index has the rows');
 
-# a refused row: the batch is retried row by row, the others applied once
+# a refused row: the batch is split to find it, the others applied once
 $broker->produce('sem', [ '{"n":7}', '{"n":-1}', '{"n":8}' ]);
 wait_for(total_stored('sem_src'), '2503', 'a batch with a refused row is consumed');
 is(sql(q{SELECT format('%s:%s', c, s2) FROM sem_v WHERE tag = 'dflt'}), '2502:6252530',
@@ -72,7 +72,10 @@ is(sql(q{SELECT count(*) FROM row_log}), '2502', 'row triggers of the failed att
 sql(q{
 SELECT stream_ext.create_stream('brt', 'n int');
 CREATE FUNCTION times_ten() RETURNS trigger LANGUAGE plpgsql AS
-  $$ BEGIN NEW.n := NEW.n * 10; RETURN NEW; END $$;
+  $$ BEGIN
+       IF NEW.n < 0 THEN RAISE EXCEPTION 'refused %', NEW.n USING ERRCODE = '22023'; END IF;
+       NEW.n := NEW.n * 10; RETURN NEW;
+     END $$;
 CREATE TRIGGER brt_before BEFORE INSERT ON brt FOR EACH ROW EXECUTE FUNCTION times_ten();
 CREATE VIEW brt_v WITH (continuous) AS SELECT count(*) AS c, sum(n) AS s FROM brt;
 SELECT stream_ext.create_kafka_source('brt_src', 'brt', '} . $bootstrap . q{', 'brt', 'json');
@@ -82,6 +85,12 @@ wait_for(q{SELECT count(*) FROM stream_ext.kafka_offsets WHERE source = 'brt_src
 $broker->produce('brt', [ map { qq({"n":$_}) } 1 .. 100 ]);
 wait_for(total_stored('brt_src'), '100', 'messages consumed');
 is(sql(q{SELECT format('%s:%s', c, s) FROM brt_v}), '100:50500', 'BEFORE ROW triggers apply to every row');
+# a row the trigger refuses: found by bisection through INSERT as well
+$broker->produce('brt', [ map { qq({"n":$_}) } 101, 102, -1, 103, 104, 105 ]);
+wait_for(total_stored('brt_src'), '106', 'a batch with a refused row is consumed');
+is(sql(q{SELECT format('%s:%s', c, s) FROM brt_v}), '105:55650', 'its other rows are applied once');
+is(sql(q{SELECT format('%s:%s', "offset", error) FROM stream_ext.dead_letters WHERE source = 'brt_src'}),
+	'102:refused -1', 'the refused row is a dead letter');
 
 # ---- 3. start position 'timestamp' -------------------------------------------
 # The embedded broker (librdkafka's mock cluster) answers a lookup of offsets

@@ -1,4 +1,4 @@
-# Fuzzing of the Kafka message decoder (src/formats.c) with libFuzzer, for a
+# Fuzzing of the Kafka message decoder (src/kafka/decode.c) with libFuzzer, for a
 # bounded time (STREAM_EXT_FUZZ_SECONDS, default 60), inside a single-user
 # backend (see test/fuzz/fuzz_decode.c and docs/testing.md "Fuzzing").
 # Passes iff libFuzzer ran to its time limit without a finding: no crash,
@@ -96,7 +96,7 @@ ok(($optvalid // 0) > 0 && ($optsets // 0) > ($optvalid // 0),
 	'some option sets built decoders, some were refused');
 ok(($e22 // 0) > 0, 'some inputs refused with a data exception (22)');
 ok(($e23 // 0) > 0, 'the domain check refused some (23)');
-ok(defined $cov && $cov > 50, 'formats.c is instrumented (coverage counters move)')
+ok(defined $cov && $cov > 50, 'src/kafka/decode.c is instrumented (coverage counters move)')
   or diag("cov: " . ($cov // 'none'));
 diag(sprintf("fuzz: %d runs in %ds, cov %d; %d decoded, %d of %d option sets valid, refused %d/%d/%d (22/23/54), max %d bytes per input",
 		$runs // 0, $elapsed, $cov // 0, $decoded // 0, $optvalid // 0, $optsets // 0,

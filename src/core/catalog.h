@@ -1,0 +1,73 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  Access to stream_ext's own catalog tables (stream_ext.stream_catalog,
+ *	  stream_ext.view_catalog).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_CATALOG_H
+#define STREAM_EXT_CATALOG_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+
+/* One row of stream_ext.view_catalog, as maintenance needs it */
+typedef struct ViewCatalogEntry
+{
+	Oid			viewid;
+	Oid			streamid;
+	Oid			matrelid;
+	Oid			owner;			/* owner of the user-facing view */
+	char	   *maintain_sql;	/* over the transition table */
+	List	   *distinct_sql;	/* one statement per count(DISTINCT) */
+	char	   *timezone;		/* TimeZone pinned at creation */
+	char	   *expire_sql;		/* sliding window: deletes expired buckets */
+	int64		expire_every_us;	/* sliding window: its step */
+	char	   *notify;			/* NOTIFY channel per batch, or NULL */
+} ViewCatalogEntry;
+
+/* is the extension installed in this database? */
+extern bool stream_ext_installed(void);
+
+extern bool catalog_is_stream(Oid relid);
+extern bool catalog_is_matrel(Oid relid);
+extern bool catalog_is_transform(Oid relid);
+extern bool catalog_stream_has_views(Oid relid);
+extern char *catalog_column_user(Oid relid, const char *attname);
+extern void catalog_report_needs_update(const char *feature) pg_attribute_noreturn();
+extern void catalog_require_table(const char *name, const char *feature);
+extern char *catalog_view_in_schema(Oid nspid);
+extern List *catalog_view_owners(Oid relid);
+extern void catalog_insert_stream(Oid relid);
+extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
+								List *aux_tables, const char *definition,
+								const char *maintain_sql, List *distinct_sql);
+extern void catalog_set_window(Oid viewid, const char *kind,
+							   const char *size, const char *slide,
+							   const char *step, const char *time_column,
+							   const char *window_column,
+							   const char *expire_sql);
+extern bool catalog_lookup_view_by_matrel(Oid matrelid,
+										  ViewCatalogEntry *entry,
+										  MemoryContext mcxt);
+extern Oid	catalog_stream_of(Oid relid);
+extern void catalog_read_latest_begin(void);
+extern void catalog_read_latest_end(void);
+extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
+								MemoryContext mcxt);
+/* TTL and retention (housekeeping/retention.c) */
+extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
+								 const char *ttl_sql);
+extern void catalog_set_stream_retention(Oid relid, Interval *retention);
+/* returns the number of continuous views forgotten */
+extern uint64 catalog_remove_orphans(void);
+
+/* re-record dependencies pg_dump does not keep (after pg_restore) */
+extern int	catalog_restore_dependencies(Oid streamid);
+
+/* run catalog writes as the extension's owner */
+extern void catalog_begin_write(Oid *save_userid, int *save_sec);
+extern void catalog_end_write(Oid save_userid, int save_sec);
+
+#endif							/* STREAM_EXT_CATALOG_H */

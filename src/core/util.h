@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * util.h
+ *	  Small helpers on PostgreSQL's own catalogs that several subsystems
+ *	  use: a relation's owner, recording a dependency.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_UTIL_H
+#define STREAM_EXT_UTIL_H
+
+#include "catalog/dependency.h"
+
+extern Oid	relation_owner(Oid relid);
+extern void record_dependency(Oid classid, Oid objid, Oid refclassid,
+							  Oid refobjid, DependencyType type);
+extern void se_rethrow_short_context(MemoryContext cxt, List *statements,
+									 const char *fmt,...)
+			pg_attribute_printf(3, 4) pg_attribute_noreturn();
+
+#endif							/* STREAM_EXT_UTIL_H */

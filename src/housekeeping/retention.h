@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * retention.h
+ *	  TTL of continuous views, retention of raw stream rows, and
+ *	  stream_ext.run_maintenance() with its pg_cron job.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_RETENTION_H
+#define STREAM_EXT_RETENTION_H
+
+#include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+
+#include "query/analyze.h"
+
+/* WITH (ttl = '7 days', ttl_column = 'minute') of a continuous view */
+typedef struct TtlSpec
+{
+	bool		enabled;
+	char	   *ttl_text;
+	Interval   *ttl;
+	char	   *column;			/* the view's column, as the user named it */
+	CVKey	   *key;			/* the group key it is */
+} TtlSpec;
+
+/* takes ttl and ttl_column out of a view's options; returns the rest */
+extern List *retention_take_options(List *options, TtlSpec *spec);
+/* checks them against the analyzed view: errors before anything exists */
+extern void retention_validate(TtlSpec *spec, CVPlan *plan, bool session);
+/* records them (catalog, index on the materialization); SPI connected */
+extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
+							 const char *matrel, List *auxids);
+
+/*
+ * One continuous view, as stream_ext.run_maintenance() sees it.  Per-view
+ * work (TTL; window expiry plugs in the same way) is a MaintenanceViewTask
+ * listed in view_tasks[] in retention.c, with a cheap applies() check.  A
+ * task runs in its own subtransaction (an error is a WARNING, the rest of
+ * maintenance goes on), as the view's owner, security-restricted, with
+ * search_path = pg_catalog and the view's TimeZone, SPI connected and
+ * stream_ext_maintenance_depth raised (materializations are writable).
+ * It returns the number of rows it removed (reported by run_maintenance()),
+ * or -1 to report nothing.
+ */
+typedef struct MaintenanceView
+{
+	Oid			viewid;
+	Oid			owner;
+	char	   *timezone;
+	Datum		ttl;			/* Interval *, or 0 */
+	char	   *ttl_sql;		/* NULL: no TTL */
+	char	   *expire_sql;		/* sliding window expiry (windows/windows.c), or NULL */
+	bool		session;		/* a session window: compact its fragments */
+} MaintenanceView;
+
+typedef int64 (*MaintenanceViewTask) (MaintenanceView *view);
+
+extern void retention_init(void);
+
+#endif							/* STREAM_EXT_RETENTION_H */

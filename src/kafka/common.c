@@ -1,0 +1,1472 @@
+/*-------------------------------------------------------------------------
+ *
+ * common.c
+ *	  What Kafka sources and sinks share: the shared memory of their
+ *	  workers' slots; parsing of the options jsonb and of librdkafka
+ *	  properties; the librdkafka configuration; the checks and catalog
+ *	  statements of the SQL functions (create, start, stop, drop, status);
+ *	  and, in a worker, claiming its slot, reporting its state and errors,
+ *	  catalog statements as the catalog's owner, librdkafka's error
+ *	  callback, error recovery and the backoff of its main loop.
+ *
+ * Sources (source.c, source_worker.c) and sinks (sink.c,
+ * sink_worker.c) differ in a KafkaKind: the words of their messages,
+ * their catalog table and their table of slots.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/pmsignal.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "core/util.h"
+#include "kafka/common.h"
+#include "kafka/decode.h"
+
+#define BACKOFF_MIN_MS	100
+#define BACKOFF_MAX_MS	30000
+
+/* ----------------------------------------------------------------
+ * Shared memory: one table of slots per kind
+ * ----------------------------------------------------------------
+ */
+
+static const KafkaKind *const kafka_kinds[] = {&kafka_source_kind, &kafka_sink_kind};
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+slot_table_size(const KafkaKind *kind)
+{
+	return add_size(kind->header_size, mul_size(kind->slot_size, *kind->max_slots));
+}
+
+static void
+kafka_shmem_request(void)
+{
+	int			i;
+
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	for (i = 0; i < lengthof(kafka_kinds); i++)
+	{
+		RequestAddinShmemSpace(slot_table_size(kafka_kinds[i]));
+		RequestNamedLWLockTranche(kafka_kinds[i]->tranche, 1);
+	}
+}
+
+static void
+kafka_shmem_startup(void)
+{
+	int			i;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	for (i = 0; i < lengthof(kafka_kinds); i++)
+	{
+		const KafkaKind *kind = kafka_kinds[i];
+		Size		size = slot_table_size(kind);
+		KafkaSlotTable *table;
+		bool		found;
+
+		table = ShmemInitStruct(kind->shmem_name, size, &found);
+		if (!found)
+		{
+			memset(table, 0, size);
+			table->lock = &(GetNamedLWLockTranche(kind->tranche))->lock;
+			table->nslots = *kind->max_slots;
+		}
+		*kind->shared = table;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Called from _PG_init: the GUC stream_ext.allowed_brokers; the tables of
+ * slots, when preloaded.
+ */
+void
+kafka_shmem_init(void)
+{
+	DefineCustomStringVariable("stream_ext.allowed_brokers",
+							   "Kafka brokers that sources and sinks of non-superusers may connect to.",
+							   "Comma-separated host[:port] patterns (a host may be * or *.domain); empty: any broker.",
+							   &kafka_allowed_brokers,
+							   "",
+							   PGC_SUSET, GUC_LIST_INPUT,
+							   kafka_check_allowed_brokers, NULL, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = kafka_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = kafka_shmem_startup;
+}
+
+/* slot i of kind's table in shared memory */
+static KafkaSlot *
+shared_slot(const KafkaKind *kind, int i)
+{
+	return (KafkaSlot *) ((char *) *kind->shared + kind->header_size +
+						  (Size) i * kind->slot_size);
+}
+
+/* is a live worker holding slot (dboid, catalog_relid, id, worker)? */
+bool
+kafka_slot_is_live(const KafkaKind *kind, Oid dboid, Oid catalog_relid,
+				   int32 id, int32 worker)
+{
+	KafkaSlotTable *table = *kind->shared;
+	bool		live = false;
+	int			i;
+
+	if (table == NULL)
+		return false;
+	LWLockAcquire(table->lock, LW_SHARED);
+	for (i = 0; i < table->nslots; i++)
+	{
+		KafkaSlot  *slot = shared_slot(kind, i);
+
+		if (slot->in_use && slot->dboid == dboid &&
+			slot->catalog_relid == catalog_relid &&
+			slot->id == id && slot->worker == worker)
+		{
+			live = true;
+			break;
+		}
+	}
+	LWLockRelease(table->lock);
+	return live;
+}
+
+/* a palloc'd copy of kind's slots, taken under the lock (NULL: none) */
+void *
+kafka_slot_snapshot(const KafkaKind *kind, int *nslots)
+{
+	KafkaSlotTable *table = *kind->shared;
+	Size		size;
+	void	   *copy;
+
+	*nslots = 0;
+	if (table == NULL)
+		return NULL;
+	size = mul_size(kind->slot_size, table->nslots);
+	copy = palloc(size);
+	LWLockAcquire(table->lock, LW_SHARED);
+	memcpy(copy, (char *) table + kind->header_size, size);
+	*nslots = table->nslots;
+	LWLockRelease(table->lock);
+	return copy;
+}
+
+/* does a status view show this slot to the current user? */
+bool
+kafka_slot_visible(const KafkaSlot *slot, Oid catalog_relid)
+{
+	return slot->in_use && slot->dboid == MyDatabaseId &&
+		slot->catalog_relid == catalog_relid &&
+		(superuser() || has_privs_of_role(GetUserId(), slot->owner));
+}
+
+const char *
+kafka_state_name(KafkaWorkerState state)
+{
+	switch (state)
+	{
+		case KWS_STARTING:
+			return "starting";
+		case KWS_RUNNING:
+			return "running";
+		case KWS_RETRYING:
+			return "retrying";
+		default:
+			return "stopped";
+	}
+}
+
+/*
+ * The last four columns of a worker's status: last_error, last_error_time,
+ * last_batch_time, started_at.
+ */
+void
+kafka_slot_status(const KafkaSlot *slot, Datum *values, bool *nulls)
+{
+	if (slot->last_error[0])
+		values[0] = CStringGetTextDatum(slot->last_error);
+	else
+		nulls[0] = true;
+	values[1] = TimestampTzGetDatum(slot->last_error_time);
+	nulls[1] = slot->last_error_time == 0;
+	values[2] = TimestampTzGetDatum(slot->last_batch_time);
+	nulls[2] = slot->last_batch_time == 0;
+	values[3] = TimestampTzGetDatum(slot->started_at);
+	nulls[3] = slot->started_at == 0;
+}
+
+/* ----------------------------------------------------------------
+ * Options
+ * ----------------------------------------------------------------
+ */
+
+char *
+kafka_opt_string(JsonbValue *v, const char *key)
+{
+	if (v->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a string", key)));
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* an integer in [min, max], given as a JSON number or string */
+int64
+kafka_opt_int(JsonbValue *v, const char *key, int64 min, int64 max)
+{
+	char	   *s;
+	char	   *end;
+	int64		val;
+
+	if (v->type == jbvNumeric)
+		s = DatumGetCString(DirectFunctionCall1(numeric_out,
+												NumericGetDatum(v->val.numeric)));
+	else if (v->type == jbvString)
+		s = pnstrdup(v->val.string.val, v->val.string.len);
+	else
+		s = NULL;
+	if (s != NULL)
+	{
+		errno = 0;
+		val = strtoll(s, &end, 10);
+		if (errno == 0 && end != s && *end == '\0' && val >= min && val <= max)
+			return val;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("option \"%s\" must be an integer between " INT64_FORMAT " and " INT64_FORMAT,
+					key, min, max)));
+	return 0;
+}
+
+/* a JSON array of column names, as a List of char * (maybe NIL) */
+List *
+kafka_opt_names(JsonbValue *v, const char *key)
+{
+	List	   *names = NIL;
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be an array of column names", key)));
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+		if (tok == WJB_ELEM)
+			names = lappend(names, kafka_opt_string(&e, key));
+	return names;
+}
+
+static void
+add_property(List **keys, List **values, const char *key, JsonbValue *v)
+{
+	if (v->type != jbvString && v->type != jbvNumeric && v->type != jbvBool)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a string, number or boolean", key)));
+	*keys = lappend(*keys, pstrdup(key));
+	*values = lappend(*values, jsonb_value_text(v));
+}
+
+/*
+ * Walk the options object of a source or sink (NULL: none).  librdkafka
+ * properties -- the members of "kafka", and keys containing a dot -- are
+ * appended to prop_keys/prop_values (in CurrentMemoryContext); every other
+ * key goes to handler.
+ */
+void
+kafka_parse_option_object(Jsonb *options, KafkaOptionHandler handler, void *arg,
+						  List **prop_keys, List **prop_values)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+
+	if (options == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a JSON object")));
+
+	it = JsonbIteratorInit(&options->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+
+		if (strcmp(key, "kafka") == 0)
+		{
+			JsonbIterator *it2;
+			JsonbValue	e;
+			JsonbIteratorToken t2;
+			char	   *prop = NULL;
+
+			if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"kafka\" must be an object of librdkafka properties")));
+			it2 = JsonbIteratorInit(v.val.binary.data);
+			while ((t2 = JsonbIteratorNext(&it2, &e, true)) != WJB_DONE)
+			{
+				if (t2 == WJB_KEY)
+					prop = pnstrdup(e.val.string.val, e.val.string.len);
+				else if (t2 == WJB_VALUE)
+					add_property(prop_keys, prop_values, prop, &e);
+			}
+		}
+		else if (strchr(key, '.') != NULL)
+			add_property(prop_keys, prop_values, key, &v);
+		else
+			handler(key, &v, arg);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Who may set which librdkafka property, and connect to which brokers
+ * ----------------------------------------------------------------
+ */
+
+/* stream_ext.allowed_brokers: host[:port] patterns; empty = any broker */
+char	   *kafka_allowed_brokers = NULL;
+
+/*
+ * What setting a librdkafka property takes.  Anything not in the table --
+ * including properties librdkafka itself does not know -- is for
+ * superusers only: the table is an allow-list (see "Who may set which
+ * property" in docs/kafka.md).
+ */
+typedef enum KafkaPropertyClass
+{
+	KP_ANYONE,					/* tuning, SASL PLAIN/SCRAM, inline TLS */
+	KP_MECHANISM,				/* sasl.mechanism(s): depends on the value */
+	KP_READ_FILES,				/* names a file the server reads */
+	KP_EXECUTE					/* runs a program or loads a library */
+} KafkaPropertyClass;
+
+typedef struct KafkaPropertyRule
+{
+	const char *name;
+	KafkaPropertyClass class;
+} KafkaPropertyRule;
+
+static const KafkaPropertyRule kafka_property_rules[] = {
+	/* connection and protocol tuning */
+	{"client.id", KP_ANYONE},
+	{"client.rack", KP_ANYONE},
+	{"message.max.bytes", KP_ANYONE},
+	{"message.copy.max.bytes", KP_ANYONE},
+	{"receive.message.max.bytes", KP_ANYONE},
+	{"max.in.flight.requests.per.connection", KP_ANYONE},
+	{"max.in.flight", KP_ANYONE},
+	{"topic.metadata.refresh.interval.ms", KP_ANYONE},
+	{"metadata.max.age.ms", KP_ANYONE},
+	{"topic.metadata.refresh.fast.interval.ms", KP_ANYONE},
+	{"topic.metadata.refresh.sparse", KP_ANYONE},
+	{"topic.metadata.propagation.max.ms", KP_ANYONE},
+	{"socket.timeout.ms", KP_ANYONE},
+	{"socket.send.buffer.bytes", KP_ANYONE},
+	{"socket.receive.buffer.bytes", KP_ANYONE},
+	{"socket.keepalive.enable", KP_ANYONE},
+	{"socket.nagle.disable", KP_ANYONE},
+	{"socket.max.fails", KP_ANYONE},
+	{"socket.connection.setup.timeout.ms", KP_ANYONE},
+	{"broker.address.ttl", KP_ANYONE},
+	{"broker.address.family", KP_ANYONE},
+	{"connections.max.idle.ms", KP_ANYONE},
+	{"reconnect.backoff.ms", KP_ANYONE},
+	{"reconnect.backoff.max.ms", KP_ANYONE},
+	{"api.version.request", KP_ANYONE},
+	{"api.version.request.timeout.ms", KP_ANYONE},
+	{"api.version.fallback.ms", KP_ANYONE},
+	{"broker.version.fallback", KP_ANYONE},
+	{"allow.auto.create.topics", KP_ANYONE},
+	{"request.timeout.ms", KP_ANYONE},
+	/* security: SASL PLAIN/SCRAM and TLS with inline keys and certificates */
+	{"security.protocol", KP_ANYONE},
+	{"sasl.mechanism", KP_MECHANISM},
+	{"sasl.mechanisms", KP_MECHANISM},
+	{"sasl.username", KP_ANYONE},
+	{"sasl.password", KP_ANYONE},
+	{"ssl.cipher.suites", KP_ANYONE},
+	{"ssl.curves.list", KP_ANYONE},
+	{"ssl.sigalgs.list", KP_ANYONE},
+	{"ssl.key.password", KP_ANYONE},
+	{"ssl.key.pem", KP_ANYONE},
+	{"ssl.certificate.pem", KP_ANYONE},
+	{"ssl.ca.pem", KP_ANYONE},
+	{"ssl.keystore.password", KP_ANYONE},
+	{"ssl.endpoint.identification.algorithm", KP_ANYONE},
+	{"enable.ssl.certificate.verification", KP_ANYONE},
+	/* consumer */
+	{"group.id", KP_ANYONE},
+	{"auto.offset.reset", KP_ANYONE},
+	{"queued.min.messages", KP_ANYONE},
+	{"queued.max.messages.kbytes", KP_ANYONE},
+	{"fetch.wait.max.ms", KP_ANYONE},
+	{"fetch.message.max.bytes", KP_ANYONE},
+	{"max.partition.fetch.bytes", KP_ANYONE},
+	{"fetch.max.bytes", KP_ANYONE},
+	{"fetch.min.bytes", KP_ANYONE},
+	{"fetch.error.backoff.ms", KP_ANYONE},
+	{"fetch.queue.backoff.ms", KP_ANYONE},
+	{"isolation.level", KP_ANYONE},
+	{"check.crcs", KP_ANYONE},
+	/* producer */
+	{"queue.buffering.max.messages", KP_ANYONE},
+	{"queue.buffering.max.kbytes", KP_ANYONE},
+	{"queue.buffering.max.ms", KP_ANYONE},
+	{"linger.ms", KP_ANYONE},
+	{"message.send.max.retries", KP_ANYONE},
+	{"retries", KP_ANYONE},
+	{"retry.backoff.ms", KP_ANYONE},
+	{"retry.backoff.max.ms", KP_ANYONE},
+	{"queue.buffering.backpressure.threshold", KP_ANYONE},
+	{"compression.codec", KP_ANYONE},
+	{"compression.type", KP_ANYONE},
+	{"compression.level", KP_ANYONE},
+	{"batch.num.messages", KP_ANYONE},
+	{"batch.size", KP_ANYONE},
+	{"sticky.partitioning.linger.ms", KP_ANYONE},
+	{"message.timeout.ms", KP_ANYONE},
+	{"delivery.timeout.ms", KP_ANYONE},
+	{"partitioner", KP_ANYONE},
+	/* files the server reads: pg_read_server_files */
+	{"ssl.ca.location", KP_READ_FILES},
+	{"ssl.crl.location", KP_READ_FILES},
+	{"ssl.key.location", KP_READ_FILES},
+	{"ssl.certificate.location", KP_READ_FILES},
+	{"ssl.keystore.location", KP_READ_FILES},
+	{"sasl.kerberos.keytab", KP_READ_FILES},
+	/* programs and libraries: pg_execute_server_program */
+	{"sasl.kerberos.kinit.cmd", KP_EXECUTE},
+	{"plugin.library.paths", KP_EXECUTE},
+	{"ssl.engine.location", KP_EXECUTE},
+	{"ssl.engine.id", KP_EXECUTE},
+	{"ssl.providers", KP_EXECUTE},
+};
+
+/* SASL mechanisms anyone may use: they send only the given credentials */
+static bool
+public_sasl_mechanism(const char *value)
+{
+	return pg_strcasecmp(value, "PLAIN") == 0 ||
+		pg_strcasecmp(value, "SCRAM-SHA-256") == 0 ||
+		pg_strcasecmp(value, "SCRAM-SHA-512") == 0;
+}
+
+/*
+ * May role set librdkafka property key to value?  ereports with 42501
+ * naming the property and what it takes.  Needs a transaction (catalog
+ * lookups of role membership).
+ */
+static void
+check_property_privilege(Oid role, const char *key, const char *value)
+{
+	KafkaPropertyClass class = KP_ANYONE;
+	bool		known = false;
+	const char *rolename;
+	int			i;
+
+	if (superuser_arg(role))
+		return;
+	for (i = 0; i < lengthof(kafka_property_rules); i++)
+		if (strcmp(kafka_property_rules[i].name, key) == 0)
+		{
+			class = kafka_property_rules[i].class;
+			known = true;
+			break;
+		}
+	if (known && class == KP_MECHANISM)
+	{
+		if (public_sasl_mechanism(value))
+			return;
+		/* GSSAPI runs sasl.kerberos.kinit.cmd; OAUTHBEARER: superusers */
+		if (pg_strcasecmp(value, "GSSAPI") == 0)
+			class = KP_EXECUTE;
+		else
+			known = false;
+	}
+	if (known && class == KP_ANYONE)
+		return;
+	if (known && class == KP_READ_FILES &&
+		has_privs_of_role(role, ROLE_PG_READ_SERVER_FILES))
+		return;
+	if (known && class == KP_EXECUTE &&
+		has_privs_of_role(role, ROLE_PG_EXECUTE_SERVER_PROGRAM))
+		return;
+
+	rolename = GetUserNameFromId(role, false);
+	if (strncmp(key, "sasl.mechanism", 14) == 0)
+		key = psprintf("%s\" to \"%s", key, value);	/* name the value too */
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to set librdkafka property \"%s\"", key),
+			 !known ?
+			 errdetail("Only superusers may set it; role \"%s\" is not one.", rolename) :
+			 class == KP_READ_FILES ?
+			 errdetail("It names a file the server reads: only superusers and members of pg_read_server_files may set it; role \"%s\" is neither.",
+					   rolename) :
+			 errdetail("It makes the server run a program or load a library: only superusers and members of pg_execute_server_program may set it; role \"%s\" is neither.",
+					   rolename),
+			 errhint("See \"Who may set which property\" in stream_ext's docs/kafka.md.")));
+}
+
+/* skip blanks */
+static const char *
+skip_space(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/*
+ * Parse one "[scheme://]host[:port]" (a broker) or "host[:port]" pattern
+ * (of stream_ext.allowed_brokers, where host may also be "*" or
+ * "*.domain") from *p up to a comma or the end.  Returns false if it is
+ * malformed; else the host (palloc'd, without IPv6 brackets) and the port
+ * (0: none given), and *p after it.
+ */
+static bool
+parse_host_port(const char **p, bool pattern, char **host, int *port)
+{
+	const char *s = skip_space(*p);
+	const char *h;
+	size_t		hlen;
+
+	*port = 0;
+	if (!pattern)
+	{
+		/* an optional protocol prefix such as SASL_SSL:// */
+		const char *q = s;
+
+		while (isalnum((unsigned char) *q) || *q == '_')
+			q++;
+		if (q > s && strncmp(q, "://", 3) == 0)
+			s = q + 3;
+	}
+	if (*s == '[')
+	{
+		h = ++s;
+		while (isxdigit((unsigned char) *s) || *s == ':' || *s == '.')
+			s++;
+		if (*s != ']' || s == h)
+			return false;
+		hlen = s - h;
+		s++;
+	}
+	else
+	{
+		h = s;
+		if (pattern && *s == '*')
+		{
+			s++;
+			if (*s == '.')
+				s++;
+			else if (*s != ':' && *s != ',' && *s != '\0' && *s != ' ')
+				return false;
+		}
+		while (isalnum((unsigned char) *s) || *s == '.' || *s == '-' || *s == '_')
+			s++;
+		hlen = s - h;
+		if (hlen == 0 || h[hlen - 1] == '.')
+			return false;
+	}
+	if (*s == ':')
+	{
+		long		n = 0;
+		const char *d = ++s;
+
+		while (isdigit((unsigned char) *s) && s - d < 6)
+			n = n * 10 + (*s++ - '0');
+		if (s == d || n < 1 || n > 65535)
+			return false;
+		*port = (int) n;
+	}
+	s = skip_space(s);
+	if (*s != ',' && *s != '\0')
+		return false;
+	*host = pnstrdup(h, hlen);
+	*p = s;
+	return true;
+}
+
+/*
+ * Split a comma-separated list of brokers (pattern false) or of
+ * allowed_brokers patterns into hosts and ports; false if malformed.
+ */
+static bool
+split_host_ports(const char *list, bool pattern, List **hosts, List **ports)
+{
+	const char *p = list;
+
+	*hosts = NIL;
+	*ports = NIL;
+	for (;;)
+	{
+		char	   *host;
+		int			port;
+
+		if (!parse_host_port(&p, pattern, &host, &port))
+			return false;
+		*hosts = lappend(*hosts, host);
+		*ports = lappend_int(*ports, port);
+		if (*p == '\0')
+			return true;
+		p++;					/* the comma */
+	}
+}
+
+/* the brokers argument: a comma-separated host:port list */
+void
+kafka_check_brokers(const char *brokers)
+{
+	List	   *hosts;
+	List	   *ports;
+
+	if (*skip_space(brokers) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("brokers must not be empty"),
+				 errhint("Give a bootstrap list such as 'localhost:9092'.")));
+	if (!split_host_ports(brokers, false, &hosts, &ports))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid Kafka broker list \"%s\"", brokers),
+				 errhint("Give a comma-separated list of host:port pairs, such as 'kafka1:9092,kafka2:9092'.")));
+}
+
+/* GUC check hook of stream_ext.allowed_brokers */
+bool
+kafka_check_allowed_brokers(char **newval, void **extra, GucSource source)
+{
+	List	   *hosts;
+	List	   *ports;
+
+	if (*newval == NULL || (*skip_space(*newval)) == '\0')
+		return true;
+	if (!split_host_ports(*newval, true, &hosts, &ports))
+	{
+		GUC_check_errdetail("List host[:port] patterns separated by commas; a host may be \"*\" or begin with \"*.\".");
+		return false;
+	}
+	list_free_deep(hosts);
+	list_free(ports);
+	return true;
+}
+
+/* does host:port (port 0: the default, 9092) match pattern phost:pport? */
+static bool
+broker_matches(const char *host, int port, const char *phost, int pport)
+{
+	if (pport != 0 && pport != (port == 0 ? 9092 : port))
+		return false;
+	if (strcmp(phost, "*") == 0)
+		return true;
+	if (strncmp(phost, "*.", 2) == 0)
+	{
+		size_t		hl = strlen(host);
+		size_t		sl = strlen(phost + 1);	/* ".domain" */
+
+		return hl > sl && pg_strcasecmp(host + hl - sl, phost + 1) == 0;
+	}
+	return pg_strcasecmp(host, phost) == 0;
+}
+
+/*
+ * May role connect to these brokers?  Superusers may connect anywhere;
+ * others only to brokers stream_ext.allowed_brokers lists (if it is set).
+ */
+static void
+check_brokers_allowed(Oid role, const char *brokers)
+{
+	List	   *hosts,
+			   *ports,
+			   *phosts,
+			   *pports;
+	ListCell   *lh,
+			   *lp;
+
+	if (kafka_allowed_brokers == NULL || *skip_space(kafka_allowed_brokers) == '\0' ||
+		superuser_arg(role))
+		return;
+	if (!split_host_ports(brokers, false, &hosts, &ports))
+		kafka_check_brokers(brokers);	/* ereports */
+	if (!split_host_ports(kafka_allowed_brokers, true, &phosts, &pports))
+		elog(ERROR, "invalid stream_ext.allowed_brokers");	/* check hook */
+	forboth(lh, hosts, lp, ports)
+	{
+		ListCell   *ph,
+				   *pp;
+		bool		allowed = false;
+
+		forboth(ph, phosts, pp, pports)
+			if (broker_matches(lfirst(lh), lfirst_int(lp), lfirst(ph), lfirst_int(pp)))
+			{
+				allowed = true;
+				break;
+			}
+		if (!allowed)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to connect to Kafka broker \"%s\"",
+							(char *) lfirst(lh)),
+					 errdetail("stream_ext.allowed_brokers does not list it: role \"%s\" may connect only to the brokers listed there, as it is not a superuser.",
+							   GetUserNameFromId(role, false)),
+					 errhint("A superuser can add it to stream_ext.allowed_brokers.")));
+	}
+}
+
+/* ----------------------------------------------------------------
+ * librdkafka configuration
+ * ----------------------------------------------------------------
+ */
+
+/* set a property; on failure destroy conf and ereport */
+void
+kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
+{
+	char		errstr[512];
+
+	if (rd_kafka_conf_set(conf, key, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid librdkafka property \"%s\": %s", key, errstr)));
+	}
+}
+
+/*
+ * stream_ext sets these itself, for every source and sink: the brokers
+ * come from the brokers argument only (validated, and checked against
+ * stream_ext.allowed_brokers).
+ */
+static const char *const common_managed_properties[] = {
+	"bootstrap.servers", "metadata.broker.list", NULL
+};
+
+/* ereport if key is in the NULL-terminated list managed */
+static void
+check_not_managed(const char *key, const char *const *managed, const char *detail)
+{
+	const char *const *m;
+
+	for (m = managed; *m != NULL; m++)
+		if (strcmp(key, *m) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("librdkafka property \"%s\" is managed by stream_ext", key),
+					 errdetail("%s", detail)));
+}
+
+/*
+ * A configuration with the brokers, stream_ext's client.id and the user's
+ * properties, in their order; a property in the NULL-terminated list
+ * managed is refused (with managed_detail).  role is the one whose rights
+ * apply -- the caller of create, the owner in a worker: it must be allowed
+ * to connect to the brokers and to set every property (so this needs a
+ * transaction).  The caller adds its own properties.
+ */
+rd_kafka_conf_t *
+kafka_conf_new(const char *brokers, List *keys, List *values,
+			   const char *const *managed, const char *managed_detail,
+			   Oid role)
+{
+	rd_kafka_conf_t *conf;
+	ListCell   *lk,
+			   *lv;
+
+	forboth(lk, keys, lv, values)
+	{
+		check_not_managed(lfirst(lk), common_managed_properties,
+						  "Give the brokers in the brokers argument.");
+		check_not_managed(lfirst(lk), managed, managed_detail);
+		check_property_privilege(role, lfirst(lk), lfirst(lv));
+	}
+	check_brokers_allowed(role, brokers);
+
+	conf = rd_kafka_conf_new();
+	kafka_conf_set(conf, "bootstrap.servers", brokers);
+	kafka_conf_set(conf, "client.id", "stream_ext");
+	forboth(lk, keys, lv, values)
+		kafka_conf_set(conf, (const char *) lfirst(lk), (const char *) lfirst(lv));
+	return conf;
+}
+
+/* did the user set librdkafka property key? */
+bool
+kafka_property_given(List *keys, const char *key)
+{
+	ListCell   *lc;
+
+	foreach(lc, keys)
+		if (strcmp((const char *) lfirst(lc), key) == 0)
+			return true;
+	return false;
+}
+
+/* ----------------------------------------------------------------
+ * Catalog and SQL functions
+ * ----------------------------------------------------------------
+ */
+
+/* OID of kind's catalog table (InvalidOid if missing and missing_ok) */
+Oid
+kafka_catalog_table(const KafkaKind *kind, bool missing_ok)
+{
+	Oid			nsp = get_namespace_oid("stream_ext", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid(kind->table, nsp) : InvalidOid;
+
+	if (!OidIsValid(relid) && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("stream_ext.%s does not exist", kind->table),
+				 errhint("%s", kind->missing_hint)));
+	return relid;
+}
+
+/* run one statement as role (SPI connected) and insist on its result code */
+void
+kafka_exec_as(Oid role, const char *sql, int nargs, Oid *argtypes, Datum *args,
+			  const char *nulls, bool read_only, long tcount, int expected)
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			ret;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	ret = SPI_execute_with_args(sql, nargs, argtypes, args, nulls, read_only, tcount);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (ret != expected)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
+}
+
+/* run one statement as the owner of kind's catalog (SPI connected) */
+void
+kafka_catalog_exec(const KafkaKind *kind, const char *sql, int nargs,
+				   Oid *argtypes, Datum *args, const char *nulls,
+				   bool read_only, int expected)
+{
+	kafka_exec_as(relation_owner(kafka_catalog_table(kind, false)),
+				  sql, nargs, argtypes, args, nulls, read_only, 0, expected);
+}
+
+/*
+ * Fetch and lock the catalog row of a source or sink (SPI connected).
+ * Returns false if it is missing and missing_ok.
+ */
+bool
+kafka_fetch_row(const KafkaKind *kind, const char *name, KafkaCatalogRow *row,
+				bool missing_ok)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+
+	args[0] = CStringGetTextDatum(name);
+	kafka_catalog_exec(kind,
+					   psprintf("SELECT id, name, stream::oid, owner::oid, state, options "
+								"FROM stream_ext.%s WHERE name = $1 FOR UPDATE",
+								kind->table),
+					   1, argtypes, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		if (missing_ok)
+			return false;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("Kafka %s \"%s\" does not exist", kind->noun, name),
+				 errhint("See stream_ext.%s for the existing %ss.", kind->table, kind->noun)));
+	}
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	row->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	row->name = SPI_getvalue(tup, desc, 2);
+	row->stream = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	row->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+	row->state = SPI_getvalue(tup, desc, 5);
+	row->options = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 6, &isnull));
+	return true;
+}
+
+static void
+check_name(const KafkaKind *kind, const char *name)
+{
+	const char *p;
+
+	if (name == NULL || name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("Kafka %s name must not be empty", kind->noun)));
+	if (strlen(name) > KAFKA_NAME_MAXLEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("Kafka %s name \"%s\" is too long", kind->noun, name),
+				 errdetail("Names are limited to %d bytes.", KAFKA_NAME_MAXLEN)));
+	for (p = name; *p; p++)
+		if ((unsigned char) *p < 0x20)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("Kafka %s name must not contain control characters",
+							kind->noun)));
+}
+
+/*
+ * The arguments of create_kafka_source/sink that they share: the name, the
+ * brokers, the topic, and the stream, on which the caller needs
+ * stream_privilege.
+ */
+void
+kafka_check_definition(const KafkaKind *kind, const char *name, Oid stream,
+					   const char *brokers, const char *topic,
+					   AclMode stream_privilege)
+{
+	char		relkind;
+	AclResult	aclresult;
+
+	check_name(kind, name);
+	kafka_check_brokers(brokers);
+	if (topic[0] == '\0' || strlen(topic) > 249)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid Kafka topic name \"%s\"", topic)));
+
+	relkind = get_rel_relkind(stream);
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table or stream", get_rel_name(stream))));
+	aclresult = pg_class_aclcheck(stream, GetUserId(), stream_privilege);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(stream));
+}
+
+/* ereport if a source or sink of that name exists (SPI connected) */
+void
+kafka_check_new_name(const KafkaKind *kind, const char *name)
+{
+	KafkaCatalogRow existing;
+
+	if (kafka_fetch_row(kind, name, &existing, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("Kafka %s \"%s\" already exists", kind->noun, name)));
+}
+
+/* only the owner (a member of the owner role) or a superuser */
+void
+kafka_check_owner(const KafkaKind *kind, const KafkaCatalogRow *row)
+{
+	if (!superuser() && !has_privs_of_role(GetUserId(), row->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of Kafka %s \"%s\"", kind->noun, row->name),
+				 errhint("Only the owner of a %s or a superuser can start, stop or drop it.",
+						 kind->noun)));
+}
+
+/* workers connect as the owner: it must still exist and be able to log in */
+void
+kafka_check_owner_login(const KafkaKind *kind, const KafkaCatalogRow *row)
+{
+	HeapTuple	roletup;
+	bool		canlogin;
+
+	roletup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(row->owner));
+	if (!HeapTupleIsValid(roletup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("owner of Kafka %s \"%s\" no longer exists", kind->noun, row->name)));
+	canlogin = ((Form_pg_authid) GETSTRUCT(roletup))->rolcanlogin;
+	ReleaseSysCache(roletup);
+	if (!canlogin)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("owner \"%s\" of Kafka %s \"%s\" cannot log in",
+						GetUserNameFromId(row->owner, false), kind->noun, row->name),
+				 errdetail("%s", kind->login_detail),
+				 errhint("ALTER ROLE %s LOGIN", quote_identifier(GetUserNameFromId(row->owner, false)))));
+}
+
+/* start_source/start_sink: mark running, clear the last error (SPI connected) */
+void
+kafka_set_running(const KafkaKind *kind, int32 id)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+
+	args[0] = Int32GetDatum(id);
+	kafka_catalog_exec(kind,
+					   psprintf("UPDATE stream_ext.%s "
+								"SET state = 'running', last_error = NULL, updated_at = now() "
+								"WHERE id = $1", kind->table),
+					   1, argtypes, args, NULL, false, SPI_OK_UPDATE);
+}
+
+/* stop_source/stop_sink(name): mark stopped; the workers see it and exit */
+void
+kafka_stop(const KafkaKind *kind, const char *name)
+{
+	KafkaCatalogRow row;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+
+	SPI_connect();
+	kafka_fetch_row(kind, name, &row, false);
+	kafka_check_owner(kind, &row);
+	args[0] = Int32GetDatum(row.id);
+	kafka_catalog_exec(kind,
+					   psprintf("UPDATE stream_ext.%s "
+								"SET state = 'stopped', updated_at = now() WHERE id = $1",
+								kind->table),
+					   1, argtypes, args, NULL, false, SPI_OK_UPDATE);
+	SPI_finish();
+}
+
+/*
+ * drop_source/drop_sink(name, if_exists), up to the owner check: connects
+ * SPI and fetches the row.  Returns false (with a NOTICE, SPI finished) if
+ * it does not exist and if_exists; then there is nothing to drop.
+ */
+bool
+kafka_drop_begin(const KafkaKind *kind, FunctionCallInfo fcinfo,
+				 KafkaCatalogRow *row)
+{
+	char	   *name;
+	bool		if_exists = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s name must not be null", kind->noun)));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	SPI_connect();
+	if (!kafka_fetch_row(kind, name, row, if_exists))
+	{
+		ereport(NOTICE,
+				(errmsg("Kafka %s \"%s\" does not exist, skipping", kind->noun, name)));
+		SPI_finish();
+		return false;
+	}
+	kafka_check_owner(kind, row);
+	return true;
+}
+
+/* delete the row kafka_drop_begin fetched, and finish SPI */
+void
+kafka_drop_end(const KafkaKind *kind, const KafkaCatalogRow *row)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+
+	args[0] = Int32GetDatum(row->id);
+	kafka_catalog_exec(kind,
+					   psprintf("DELETE FROM stream_ext.%s WHERE id = $1", kind->table),
+					   1, argtypes, args, NULL, false, SPI_OK_DELETE);
+	SPI_finish();
+}
+
+/*
+ * A background worker of stream_ext's that connects to a database and is
+ * not restarted; the caller names it and adds its arguments.
+ */
+void
+kafka_bgworker_init(BackgroundWorker *worker, const char *function, const char *type)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker->bgw_library_name, BGW_MAXLEN, "stream_ext");
+	snprintf(worker->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker->bgw_type, BGW_MAXLEN, "%s", type);
+	worker->bgw_notify_pid = 0;
+}
+
+/* ----------------------------------------------------------------
+ * In a worker (one source worker or sink worker per process)
+ * ----------------------------------------------------------------
+ */
+
+static const KafkaKind *my_kind = NULL;
+static KafkaSlot *my_slot = NULL;
+static Oid	my_catalog_relid = InvalidOid;
+static int32 my_id = 0;
+static Oid	my_catalog_owner = InvalidOid;
+
+/* set by librdkafka's error callback (runs in this process' poll calls) */
+static char rk_error[KAFKA_ERRMSG_LEN];
+static volatile bool rk_error_pending = false;
+
+static KafkaSlotTable *
+my_table(void)
+{
+	return (KafkaSlotTable *) *my_kind->shared;
+}
+
+/* claim a free slot; false if a twin already holds key's */
+static bool
+claim_slot(const KafkaSlot *key)
+{
+	KafkaSlotTable *table = my_table();
+	int			i;
+	int			free_slot = -1;
+
+	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	for (i = 0; i < table->nslots; i++)
+	{
+		KafkaSlot  *s = shared_slot(my_kind, i);
+
+		if (s->in_use)
+		{
+			if (s->dboid == key->dboid && s->catalog_relid == key->catalog_relid &&
+				s->id == key->id && s->worker == key->worker)
+			{
+				LWLockRelease(table->lock);
+				return false;	/* a twin is already running */
+			}
+		}
+		else if (free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+	{
+		LWLockRelease(table->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("all %d Kafka %s slots are in use", table->nslots, my_kind->slot_noun),
+				 errhint("Raise %s.", my_kind->slot_guc)));
+	}
+	my_slot = shared_slot(my_kind, free_slot);
+	memset(my_slot, 0, my_kind->slot_size);
+	my_slot->in_use = true;
+	my_slot->pid = MyProcPid;
+	my_slot->dboid = key->dboid;
+	my_slot->catalog_relid = key->catalog_relid;
+	my_slot->owner = key->owner;
+	my_slot->id = key->id;
+	my_slot->worker = key->worker;
+	my_slot->state = KWS_STARTING;
+	my_slot->started_at = GetCurrentTimestamp();
+	LWLockRelease(table->lock);
+	return true;
+}
+
+static void
+release_slot(int code, Datum arg)
+{
+	if (my_slot == NULL)
+		return;
+	LWLockAcquire(my_table()->lock, LW_EXCLUSIVE);
+	memset(my_slot, 0, my_kind->slot_size);
+	LWLockRelease(my_table()->lock);
+	my_slot = NULL;
+}
+
+/*
+ * A worker's start, after its signal handlers: connect to dboid as owner
+ * (every statement runs as the owner), claim the slot of (dboid,
+ * catalog_relid, id, worker) -- exit if a twin holds it -- and wait until
+ * the transaction wait_xid that started the worker is over.
+ */
+KafkaSlot *
+kafka_worker_attach(const KafkaKind *kind, Oid dboid, Oid catalog_relid,
+					Oid owner, int32 id, int32 worker, TransactionId wait_xid)
+{
+	KafkaSlot	key;
+
+	my_kind = kind;
+	if (*kind->shared == NULL)
+		ereport(FATAL,
+				(errmsg("stream_ext is not in shared_preload_libraries")));
+
+	BackgroundWorkerInitializeConnectionByOid(dboid, owner, 0);
+
+	memset(&key, 0, sizeof(key));
+	key.dboid = dboid;
+	key.catalog_relid = catalog_relid;
+	key.owner = owner;
+	key.id = id;
+	key.worker = worker;
+	if (!claim_slot(&key))
+		proc_exit(0);
+	before_shmem_exit(release_slot, (Datum) 0);
+	my_catalog_relid = catalog_relid;
+	my_id = id;
+
+	/* the starting transaction must be over before we read the catalog */
+	while (TransactionIdIsValid(wait_xid) && TransactionIdIsInProgress(wait_xid))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+			proc_exit(0);
+	}
+	return my_slot;
+}
+
+void
+kafka_worker_set_state(KafkaWorkerState state)
+{
+	if (my_slot->state == state)
+		return;
+	LWLockAcquire(my_table()->lock, LW_EXCLUSIVE);
+	my_slot->state = state;
+	LWLockRelease(my_table()->lock);
+}
+
+/* show msg as the worker's last error; with count, count it in errors */
+void
+kafka_worker_set_error(const char *msg, KafkaWorkerState state, bool count)
+{
+	LWLockAcquire(my_table()->lock, LW_EXCLUSIVE);
+	strlcpy(my_slot->last_error, msg, KAFKA_ERRMSG_LEN);
+	my_slot->last_error_time = GetCurrentTimestamp();
+	if (count)
+		my_slot->errors++;
+	my_slot->state = state;
+	LWLockRelease(my_table()->lock);
+}
+
+/*
+ * Run one statement on stream_ext's own tables as their owner, and insist
+ * on its result code (SPI connected; the caller manages the transaction).
+ */
+void
+kafka_worker_exec(const char *sql, int nargs, Oid *argtypes, Datum *args,
+				  const char *nulls, bool read_only, long tcount, int expected)
+{
+	if (!OidIsValid(my_catalog_owner))
+		my_catalog_owner = relation_owner(my_catalog_relid);
+	kafka_exec_as(my_catalog_owner, sql, nargs, argtypes, args, nulls,
+				  read_only, tcount, expected);
+}
+
+/*
+ * Is the worker's source or sink still there and running (in a
+ * transaction)?  With lock, take FOR KEY SHARE, so that a drop waits for
+ * the batch being applied.
+ */
+bool
+kafka_worker_is_running(bool lock)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+	char	   *state;
+
+	/* the extension dropped, or dropped and created again? */
+	if (!OidIsValid(get_extension_oid("stream_ext", true)) ||
+		kafka_catalog_table(my_kind, true) != my_catalog_relid)
+		return false;
+	args[0] = Int32GetDatum(my_id);
+	kafka_worker_exec(psprintf("SELECT state FROM stream_ext.%s WHERE id = $1%s",
+							   my_kind->table, lock ? " FOR KEY SHARE" : ""),
+					  1, argtypes, args, NULL, false, 1, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return strcmp(state, "running") == 0;
+}
+
+/* the same, not in a transaction: in one of its own */
+bool
+kafka_worker_is_running_xact(void)
+{
+	bool		running;
+
+	kafka_begin_xact();
+	running = kafka_worker_is_running(false);
+	kafka_commit_xact();
+	return running;
+}
+
+void
+kafka_begin_xact(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+void
+kafka_commit_xact(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+}
+
+/*
+ * librdkafka's error callback: kept for kafka_pending_error().  "All
+ * brokers are down" follows each broker's own error (connection refused,
+ * SASL handshake failed, ...): it does not replace one not yet shown.
+ */
+void
+kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && rk_error_pending)
+		return;
+	snprintf(rk_error, sizeof(rk_error), "%s: %s",
+			 rd_kafka_err2name((rd_kafka_resp_err_t) err), reason);
+	rk_error_pending = true;
+}
+
+/* the error librdkafka reported since the last call, or NULL */
+const char *
+kafka_pending_error(void)
+{
+	if (!rk_error_pending)
+		return NULL;
+	rk_error_pending = false;
+	return rk_error;
+}
+
+/* at the top of a worker's main loop */
+static void
+check_interrupts(void)
+{
+	/*
+	 * The loop waits in librdkafka, not on a latch, so nothing else notices
+	 * the postmaster's death: an orphan would go on consuming and keep the
+	 * shared memory, and a new postmaster refuses to start while it is
+	 * attached.  (Cheap: a flag set by a signal on Linux.)
+	 */
+	if (!PostmasterIsAlive())
+		proc_exit(1);
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
+/*
+ * In the PG_CATCH of a worker's main loop: report the error, abort the
+ * transaction, and return the error's text (in TopMemoryContext, which is
+ * current again).
+ */
+static char *
+recover(void)
+{
+	ErrorData  *edata;
+	char	   *msg;
+
+	HOLD_INTERRUPTS();
+	EmitErrorReport();
+	MemoryContextSwitchTo(TopMemoryContext);
+	edata = CopyErrorData();
+	FlushErrorState();
+	msg = pstrdup(edata->message ? edata->message : "unknown error");
+	FreeErrorData(edata);
+	AbortOutOfAnyTransaction();
+	MemoryContextSwitchTo(TopMemoryContext);
+	RESUME_INTERRUPTS();
+	return msg;
+}
+
+/* wait before the next attempt: 100 ms, doubled up to 30 s */
+static void
+backoff_sleep(int *backoff_ms)
+{
+	*backoff_ms = *backoff_ms == 0 ? BACKOFF_MIN_MS : Min(*backoff_ms * 2, BACKOFF_MAX_MS);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 *backoff_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/*
+ * A worker's main loop: loop->iteration() until it returns false (with
+ * loop->recheck_on_exit, only if the source or sink is not running by
+ * then) or SIGTERM asks for a shutdown.  An error is shown as the worker's
+ * last error, loop->teardown() drops the Kafka client, and the worker
+ * backs off before every new client (loop->has_client() false).
+ */
+void
+kafka_worker_main_loop(const KafkaWorkerLoop *loop)
+{
+	while (!ShutdownRequestPending)
+	{
+		bool		keep_going = true;
+
+		check_interrupts();
+
+		PG_TRY();
+		{
+			keep_going = loop->iteration();
+		}
+		PG_CATCH();
+		{
+			char	   *msg = recover();
+
+			kafka_worker_set_error(msg, KWS_RETRYING, loop->count_errors);
+			pfree(msg);
+			/* nothing of the batch stuck: rebuild the client and retry */
+			loop->teardown();
+			keep_going = true;
+		}
+		PG_END_TRY();
+
+		/* stopped, but started again in the meantime? then carry on */
+		if (!keep_going &&
+			(!loop->recheck_on_exit || ShutdownRequestPending ||
+			 !kafka_worker_is_running_xact()))
+			break;
+		if (!loop->has_client() && !ShutdownRequestPending)
+			backoff_sleep(loop->backoff_ms);
+	}
+}

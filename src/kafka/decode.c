@@ -1,0 +1,639 @@
+/*-------------------------------------------------------------------------
+ *
+ * decode.c
+ *	  Decoding of Kafka messages into tuples of a stream's columns.
+ *
+ * A KafkaDecoder is built once per worker from the stream's tuple
+ * descriptor and the source's options: it fixes the target columns (the
+ * columns the batch INSERT names), how each is fed (payload, key,
+ * partition, offset or message timestamp) and each column's input
+ * function.  kafka_decode() turns one message into one heap tuple in the
+ * memory context the caller names, or ereports ERROR (the worker catches it
+ * and dead-letters the message).
+ *
+ * Formats:
+ *	json	a JSON object; column c takes the value at key c, or at the path
+ *			given in the "paths" option; strings are passed to the input
+ *			function as-is, numbers/booleans as their JSON text, objects and
+ *			arrays as JSON text; a missing key or JSON null gives NULL.
+ *	csv		one record, COPY ... (FORMAT csv) rules: delimiter, quote and
+ *			escape characters, unquoted null string means NULL, fields map
+ *			to the target columns by position.
+ *	text	the whole payload into one column through its input function.
+ *	bytea	the whole payload, uninterpreted, into one bytea column.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "kafka/decode.h"
+
+#define STREAM_ARRIVAL_COLUMN "arrival_timestamp"
+
+static int
+find_column(TupleDesc tupdesc, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static bool
+is_meta_column(const KafkaOptions *opts, const char *name)
+{
+	return (opts->key_column && strcmp(opts->key_column, name) == 0) ||
+		(opts->partition_column && strcmp(opts->partition_column, name) == 0) ||
+		(opts->offset_column && strcmp(opts->offset_column, name) == 0) ||
+		(opts->timestamp_column && strcmp(opts->timestamp_column, name) == 0);
+}
+
+static void
+add_column(KafkaDecoder *dec, Relation rel, const char *name,
+		   KafkaColumnRole role)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	int			i = find_column(tupdesc, name);
+	Form_pg_attribute att;
+	KafkaColumn *col;
+	Oid			infunc;
+	int			j;
+
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						name, RelationGetRelationName(rel))));
+	att = TupleDescAttr(tupdesc, i);
+	if (att->attgenerated)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("column \"%s\" is a generated column", name)));
+	for (j = 0; j < dec->ncolumns; j++)
+		if (dec->columns[j].attnum == att->attnum)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("column \"%s\" is assigned more than once", name)));
+
+	col = &dec->columns[dec->ncolumns++];
+	col->name = pstrdup(name);
+	col->attnum = att->attnum;
+	col->typid = att->atttypid;
+	col->typmod = att->atttypmod;
+	col->role = role;
+	getTypeInputInfo(att->atttypid, &infunc, &col->typioparam);
+	fmgr_info(infunc, &col->input);
+	col->npath = 1;
+	col->path = palloc(sizeof(char *));
+	col->pathlen = palloc(sizeof(int));
+	col->path[0] = col->name;
+	col->pathlen[0] = strlen(col->name);
+	if (role == KCOL_DATA)
+		dec->ndata++;
+}
+
+/*
+ * Build a decoder for relation relid; ereports on a bad configuration.
+ * Everything is allocated in CurrentMemoryContext.
+ */
+KafkaDecoder *
+kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
+{
+	KafkaDecoder *dec = palloc0(sizeof(KafkaDecoder));
+	Relation	rel;
+	TupleDesc	tupdesc;
+	ListCell   *lc,
+			   *lc2;
+	int			i;
+
+	dec->format = format;
+	dec->relid = relid;
+
+	rel = table_open(relid, AccessShareLock);
+	tupdesc = RelationGetDescr(rel);
+	dec->columns = palloc0(sizeof(KafkaColumn) * (tupdesc->natts + 4));
+
+	if (format == KAFKA_FORMAT_TEXT || format == KAFKA_FORMAT_BYTEA)
+	{
+		if (opts->column)
+			add_column(dec, rel, opts->column, KCOL_DATA);
+		else if (opts->columns != NIL)
+		{
+			if (list_length(opts->columns) != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("format \"%s\" takes exactly one target column",
+								format == KAFKA_FORMAT_TEXT ? "text" : "bytea")));
+			add_column(dec, rel, linitial(opts->columns), KCOL_DATA);
+		}
+		else
+		{
+			const char *only = NULL;
+			int			n = 0;
+
+			for (i = 0; i < tupdesc->natts; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+				if (att->attisdropped || att->attgenerated ||
+					strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
+					is_meta_column(opts, NameStr(att->attname)))
+					continue;
+				only = NameStr(att->attname);
+				n++;
+			}
+			if (n != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("cannot choose the target column of format \"%s\": the stream has %d candidate columns",
+								format == KAFKA_FORMAT_TEXT ? "text" : "bytea", n),
+						 errhint("Set the option \"column\".")));
+			add_column(dec, rel, only, KCOL_DATA);
+		}
+		if (format == KAFKA_FORMAT_BYTEA && dec->columns[0].typid != BYTEAOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("format \"bytea\" needs a bytea column, but column \"%s\" is of type %s",
+							dec->columns[0].name,
+							format_type_be(dec->columns[0].typid))));
+	}
+	else if (opts->columns != NIL)
+	{
+		foreach(lc, opts->columns)
+			add_column(dec, rel, (char *) lfirst(lc), KCOL_DATA);
+	}
+	else
+	{
+		for (i = 0; i < tupdesc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+			if (att->attisdropped || att->attgenerated ||
+				strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
+				is_meta_column(opts, NameStr(att->attname)))
+				continue;
+			add_column(dec, rel, NameStr(att->attname), KCOL_DATA);
+		}
+	}
+
+	/* JSON paths */
+	forboth(lc, opts->path_columns, lc2, opts->paths)
+	{
+		const char *name = lfirst(lc);
+		List	   *path = lfirst(lc2);
+		KafkaColumn *col = NULL;
+		ListCell   *lc3;
+		int			k = 0;
+
+		if (format != KAFKA_FORMAT_JSON)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"paths\" applies only to format \"json\"")));
+		for (i = 0; i < dec->ncolumns; i++)
+			if (strcmp(dec->columns[i].name, name) == 0)
+				col = &dec->columns[i];
+		if (col == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"paths\" names column \"%s\", which is not a target column", name)));
+		col->npath = list_length(path);
+		col->path = palloc(sizeof(char *) * col->npath);
+		col->pathlen = palloc(sizeof(int) * col->npath);
+		foreach(lc3, path)
+		{
+			col->path[k] = lfirst(lc3);
+			col->pathlen[k] = strlen(col->path[k]);
+			k++;
+		}
+	}
+
+	if (dec->ndata == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("relation \"%s\" has no column to receive the message payload",
+						RelationGetRelationName(rel))));
+
+	if (opts->key_column)
+	{
+		add_column(dec, rel, opts->key_column, KCOL_KEY);
+	}
+	if (opts->partition_column)
+		add_column(dec, rel, opts->partition_column, KCOL_PARTITION);
+	if (opts->offset_column)
+		add_column(dec, rel, opts->offset_column, KCOL_OFFSET);
+	if (opts->timestamp_column)
+		add_column(dec, rel, opts->timestamp_column, KCOL_TIMESTAMP);
+
+	/* the decoded tuples' descriptor: the target columns, in order */
+	dec->tupdesc = CreateTemplateTupleDesc(dec->ncolumns);
+	for (i = 0; i < dec->ncolumns; i++)
+		TupleDescInitEntry(dec->tupdesc, (AttrNumber) (i + 1),
+						   dec->columns[i].name, dec->columns[i].typid,
+						   dec->columns[i].typmod, 0);
+	dec->values = palloc(sizeof(Datum) * dec->ncolumns);
+	dec->nulls = palloc(sizeof(bool) * dec->ncolumns);
+
+	dec->csv_delimiter = opts->csv_delimiter;
+	dec->csv_quote = opts->csv_quote;
+	dec->csv_escape = opts->csv_escape;
+	dec->csv_null = opts->csv_null;
+	dec->csv_nulllen = strlen(opts->csv_null);
+
+	table_close(rel, AccessShareLock);
+	return dec;
+}
+
+/*
+ * INSERT INTO rel (cols) SELECT cols FROM enrname
+ */
+char *
+kafka_decoder_insert_sql(KafkaDecoder *dec, const char *enrname)
+{
+	StringInfoData cols;
+	StringInfoData sql;
+	char	   *nspname = get_namespace_name(get_rel_namespace(dec->relid));
+	char	   *relname = get_rel_name(dec->relid);
+	int			i;
+
+	if (nspname == NULL || relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("stream with OID %u does not exist", dec->relid)));
+
+	initStringInfo(&cols);
+	for (i = 0; i < dec->ncolumns; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&cols, ", ");
+		appendStringInfoString(&cols, quote_identifier(dec->columns[i].name));
+	}
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s",
+					 quote_qualified_identifier(nspname, relname),
+					 cols.data, cols.data, quote_identifier(enrname));
+	return sql.data;
+}
+
+/* validated, NUL-terminated copy of a text payload */
+static char *
+payload_cstring(const char *data, size_t len)
+{
+	char	   *s;
+
+	if (len > MaxAllocSize - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("message too large")));
+	/* also rejects embedded NUL bytes */
+	(void) pg_verify_mbstr(GetDatabaseEncoding(), data, (int) len, false);
+	s = palloc(len + 1);
+	memcpy(s, data, len);
+	s[len] = '\0';
+	return s;
+}
+
+static Datum
+bytes_to_bytea(const char *data, size_t len)
+{
+	bytea	   *b = palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(b, VARHDRSZ + len);
+	if (len > 0)
+		memcpy(VARDATA(b), data, len);
+	return PointerGetDatum(b);
+}
+
+static inline Datum
+input_value(KafkaColumn *col, char *str)
+{
+	return InputFunctionCall(&col->input, str, col->typioparam, col->typmod);
+}
+
+/* the value for a metadata column */
+static void
+meta_value(KafkaColumn *col, const KafkaMessage *msg, Datum *value, bool *isnull)
+{
+	char		buf[32];
+
+	*isnull = false;
+	switch (col->role)
+	{
+		case KCOL_KEY:
+			if (msg->key == NULL)
+				*isnull = true;
+			else if (col->typid == BYTEAOID)
+				*value = bytes_to_bytea(msg->key, msg->keylen);
+			else
+				*value = input_value(col, payload_cstring(msg->key, msg->keylen));
+			break;
+		case KCOL_PARTITION:
+			if (col->typid == INT4OID)
+				*value = Int32GetDatum(msg->partition);
+			else if (col->typid == INT8OID)
+				*value = Int64GetDatum((int64) msg->partition);
+			else
+			{
+				snprintf(buf, sizeof(buf), "%d", (int) msg->partition);
+				*value = input_value(col, buf);
+			}
+			break;
+		case KCOL_OFFSET:
+			if (col->typid == INT8OID)
+				*value = Int64GetDatum(msg->offset);
+			else
+			{
+				snprintf(buf, sizeof(buf), INT64_FORMAT, msg->offset);
+				*value = input_value(col, buf);
+			}
+			break;
+		case KCOL_TIMESTAMP:
+			if (msg->timestamp_ms < 0)
+				*isnull = true;
+			else if (col->typid == INT8OID)
+				*value = Int64GetDatum(msg->timestamp_ms);
+			else
+			{
+				TimestampTz ts;
+
+				ts = (TimestampTz) msg->timestamp_ms * 1000 -
+					((TimestampTz) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+				if (col->typid == TIMESTAMPTZOID)
+					*value = TimestampTzGetDatum(ts);
+				else
+					*value = input_value(col, DatumGetCString(DirectFunctionCall1(timestamptz_out,
+																				   TimestampTzGetDatum(ts))));
+			}
+			break;
+		case KCOL_DATA:
+			Assert(false);
+			break;
+	}
+}
+
+/* text form of a JSON value for a column's input function; NULL for null */
+char *
+jsonb_value_text(JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return NULL;
+		case jbvString:
+			return pnstrdup(v->val.string.val, v->val.string.len);
+		case jbvNumeric:
+			return DatumGetCString(DirectFunctionCall1(numeric_out,
+													   NumericGetDatum(v->val.numeric)));
+		case jbvBool:
+			return pstrdup(v->val.boolean ? "true" : "false");
+		case jbvBinary:
+			return JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+		default:
+			elog(ERROR, "unexpected jsonb value type %d", (int) v->type);
+	}
+	return NULL;
+}
+
+static void
+decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
+{
+	char	   *str = payload_cstring(msg->payload, msg->len);
+	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
+	int			i;
+
+	if (!JB_ROOT_IS_OBJECT(jb))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("JSON message is not an object")));
+
+	for (i = 0; i < dec->ncolumns; i++)
+	{
+		KafkaColumn *col = &dec->columns[i];
+		JsonbContainer *container = &jb->root;
+		JsonbValue	v;
+		bool		found = true;
+		int			k;
+		char	   *text;
+
+		if (col->role != KCOL_DATA)
+			continue;
+		for (k = 0; k < col->npath; k++)
+		{
+			if (!getKeyJsonValueFromContainer(container, col->path[k],
+											  col->pathlen[k], &v))
+			{
+				found = false;
+				break;
+			}
+			if (k + 1 < col->npath)
+			{
+				if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
+				{
+					found = false;
+					break;
+				}
+				container = v.val.binary.data;
+			}
+		}
+		text = found ? jsonb_value_text(&v) : NULL;
+		if (text == NULL)
+		{
+			dec->nulls[i] = true;
+			dec->values[i] = (Datum) 0;
+		}
+		else
+		{
+			dec->nulls[i] = false;
+			dec->values[i] = input_value(col, text);
+		}
+	}
+}
+
+/*
+ * CSV, following COPY's CSV rules for one record: fields separated by the
+ * delimiter; a field may be quoted; inside quotes the escape character
+ * followed by the quote or escape character stands for that character
+ * (a doubled quote when escape = quote); an unquoted field equal to the
+ * null string is NULL.  A trailing newline ends the record.
+ */
+static void
+decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
+{
+	char	   *str = payload_cstring(msg->payload, msg->len);
+	size_t		len = msg->len;
+	const char *p;
+	const char *end;
+	StringInfoData field;
+	int			col = 0;		/* index into dec->columns, data ones first */
+	bool		done = false;
+
+	/* strip one trailing record terminator */
+	if (len > 0 && str[len - 1] == '\n')
+		len--;
+	if (len > 0 && str[len - 1] == '\r')
+		len--;
+	p = str;
+	end = str + len;
+
+	initStringInfo(&field);
+	while (!done)
+	{
+		bool		quoted = false;
+		bool		in_quote = false;
+		KafkaColumn *kc;
+
+		resetStringInfo(&field);
+		for (;;)
+		{
+			const char *start;
+			char		c;
+
+			if (p >= end)
+			{
+				if (in_quote)
+					ereport(ERROR,
+							(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+							 errmsg("unterminated CSV quoted field")));
+				done = true;
+				break;
+			}
+			start = p;
+			c = *p++;
+			if (in_quote)
+			{
+				if (c == dec->csv_escape && p < end &&
+					(*p == dec->csv_quote || *p == dec->csv_escape))
+				{
+					appendStringInfoChar(&field, *p++);
+					continue;
+				}
+				if (c == dec->csv_quote)
+				{
+					in_quote = false;
+					continue;
+				}
+				/* c, and the run of ordinary characters after it */
+				while (p < end && *p != dec->csv_quote && *p != dec->csv_escape)
+					p++;
+			}
+			else
+			{
+				if (c == dec->csv_delimiter)
+					break;
+				if (c == dec->csv_quote)
+				{
+					in_quote = true;
+					quoted = true;
+					continue;
+				}
+				while (p < end && *p != dec->csv_delimiter && *p != dec->csv_quote)
+					p++;
+			}
+			appendBinaryStringInfo(&field, start, p - start);
+		}
+
+		/* skip metadata columns; data columns come first in dec->columns */
+		while (col < dec->ncolumns && dec->columns[col].role != KCOL_DATA)
+			col++;
+		if (col >= dec->ncolumns)
+			ereport(ERROR,
+					(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+					 errmsg("extra data after last expected column")));
+		kc = &dec->columns[col];
+		if (!quoted && field.len == dec->csv_nulllen &&
+			memcmp(field.data, dec->csv_null, field.len) == 0)
+		{
+			dec->nulls[col] = true;
+			dec->values[col] = (Datum) 0;
+		}
+		else
+		{
+			dec->nulls[col] = false;
+			dec->values[col] = input_value(kc, pstrdup(field.data));
+		}
+		col++;
+	}
+	while (col < dec->ncolumns && dec->columns[col].role != KCOL_DATA)
+		col++;
+	if (col < dec->ncolumns)
+		ereport(ERROR,
+				(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+				 errmsg("missing data for column \"%s\"", dec->columns[col].name)));
+}
+
+/*
+ * Decode one message into a tuple of dec->tupdesc, allocated in tuplecxt;
+ * whatever else decoding allocates goes to CurrentMemoryContext (the
+ * caller's per-message context).  ereports ERROR on a bad message.
+ */
+HeapTuple
+kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
+{
+	MemoryContext oldcxt;
+	HeapTuple	tuple;
+	int			i;
+
+	for (i = 0; i < dec->ncolumns; i++)
+	{
+		if (dec->columns[i].role != KCOL_DATA)
+			meta_value(&dec->columns[i], msg, &dec->values[i], &dec->nulls[i]);
+	}
+
+	if (msg->payload == NULL)
+	{
+		/* tombstone: every payload column is NULL */
+		for (i = 0; i < dec->ncolumns; i++)
+			if (dec->columns[i].role == KCOL_DATA)
+			{
+				dec->nulls[i] = true;
+				dec->values[i] = (Datum) 0;
+			}
+		if (dec->format == KAFKA_FORMAT_JSON || dec->format == KAFKA_FORMAT_CSV)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("message has no payload")));
+	}
+	else
+	{
+		switch (dec->format)
+		{
+			case KAFKA_FORMAT_JSON:
+				decode_json(dec, msg);
+				break;
+			case KAFKA_FORMAT_CSV:
+				decode_csv(dec, msg);
+				break;
+			case KAFKA_FORMAT_TEXT:
+				dec->nulls[0] = false;
+				dec->values[0] = input_value(&dec->columns[0],
+											 payload_cstring(msg->payload, msg->len));
+				break;
+			case KAFKA_FORMAT_BYTEA:
+				dec->nulls[0] = false;
+				dec->values[0] = bytes_to_bytea(msg->payload, msg->len);
+				break;
+		}
+	}
+
+	oldcxt = MemoryContextSwitchTo(tuplecxt);
+	tuple = heap_form_tuple(dec->tupdesc, dec->values, dec->nulls);
+	MemoryContextSwitchTo(oldcxt);
+	return tuple;
+}

@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * decode.h
+ *	  Kafka message -> stream tuple decoding (JSON, CSV, text, bytea).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_FORMATS_H
+#define STREAM_EXT_FORMATS_H
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "fmgr.h"
+
+#include "kafka/source.h"
+
+typedef enum KafkaColumnRole
+{
+	KCOL_DATA,					/* from the payload */
+	KCOL_KEY,					/* message key */
+	KCOL_PARTITION,
+	KCOL_OFFSET,
+	KCOL_TIMESTAMP				/* message timestamp */
+} KafkaColumnRole;
+
+typedef struct KafkaColumn
+{
+	char	   *name;			/* column name in the stream */
+	AttrNumber	attnum;			/* in the stream */
+	Oid			typid;
+	int32		typmod;
+	Oid			typioparam;
+	FmgrInfo	input;
+	KafkaColumnRole role;
+	int			npath;			/* JSON: key path (npath >= 1) */
+	char	  **path;
+	int		   *pathlen;
+} KafkaColumn;
+
+typedef struct KafkaDecoder
+{
+	KafkaFormat format;
+	Oid			relid;
+	int			ncolumns;
+	KafkaColumn *columns;
+	int			ndata;			/* columns fed from the payload */
+	TupleDesc	tupdesc;		/* of the decoded tuples (target columns) */
+	Datum	   *values;
+	bool	   *nulls;
+	char		csv_delimiter;
+	char		csv_quote;
+	char		csv_escape;
+	char	   *csv_null;
+	int			csv_nulllen;
+} KafkaDecoder;
+
+/* one message as handed to the decoder */
+typedef struct KafkaMessage
+{
+	const char *payload;		/* may be NULL (tombstone) */
+	size_t		len;
+	const char *key;
+	size_t		keylen;
+	int32		partition;
+	int64		offset;
+	int64		timestamp_ms;	/* -1 when the message has none */
+} KafkaMessage;
+
+extern KafkaDecoder *kafka_decoder_create(Oid relid, KafkaFormat format,
+										  const KafkaOptions *opts);
+extern HeapTuple kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg,
+							  MemoryContext tuplecxt);
+extern char *kafka_decoder_insert_sql(KafkaDecoder *dec, const char *enrname);
+extern char *jsonb_value_text(JsonbValue *v);
+
+#endif							/* STREAM_EXT_FORMATS_H */

@@ -1,0 +1,773 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink.c
+ *	  SQL interface of Kafka sinks: create_kafka_sink, start_sink,
+ *	  stop_sink, drop_sink, the queue trigger stream_ext.sink_enqueue(),
+ *	  the live statistics behind sink_status, parsing of a sink's options,
+ *	  and the launch of the sink workers.  What sinks share with sources
+ *	  (checks, catalog statements, shared memory) is in common.c.
+ *
+ * A sink turns every row appended to its stream into one Kafka message.
+ * create_kafka_sink puts a statement-level AFTER INSERT trigger with a
+ * transition table on the stream; for each INSERT (or COPY) the trigger
+ * builds the key and payload of all the statement's rows with one SELECT
+ * over the transition table, run as the sink's owner in a restricted
+ * context (owner_context_enter(): search_path and TimeZone pinned, and
+ * DateStyle, IntervalStyle and extra_float_digits too), and appends them
+ * with one INSERT ... SELECT to the logged table stream_ext.sink_queue as
+ * the catalog's owner.  The queue rows thus commit or roll back with the
+ * rows of the stream.  The sink's worker (sink_worker.c) produces
+ * them and removes them once Kafka has acknowledged them.
+ *
+ * The catalog tables are owned by the extension owner and read by others
+ * through row-level security; the functions here check the caller's rights
+ * themselves and then write as the catalog's owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/lwlock.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+
+#include "core/catalog.h"
+#include "core/util.h"
+#include "kafka/decode.h"
+#include "kafka/sink.h"
+#include "maintain/maintain.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_create_kafka_sink);
+PG_FUNCTION_INFO_V1(stream_ext_start_sink);
+PG_FUNCTION_INFO_V1(stream_ext_stop_sink);
+PG_FUNCTION_INFO_V1(stream_ext_drop_sink);
+PG_FUNCTION_INFO_V1(stream_ext_sink_enqueue);
+PG_FUNCTION_INFO_V1(stream_ext_kafka_sink_worker_stats);
+
+#define SINK_ROWS_ENR		"stream_ext_sink_rows"
+#define SINK_NEW_TABLE		"stream_ext_sink_new"
+#define SINK_FETCH_ROWS		1000	/* trigger's cursor fetch size */
+#define ARRIVAL_COLUMN		"arrival_timestamp"
+
+#define SINK_OPTION_KEYS_HINT \
+	"Known options: batch_size, poll_interval_ms, columns, kafka; keys " \
+	"containing a dot are librdkafka properties."
+
+KafkaSinkShared *kafka_sink_shared = NULL;
+int			kafka_max_sinks = 8;
+
+/* sinks, as common.c tells them from sources */
+const KafkaKind kafka_sink_kind = {
+	.noun = "sink",
+	.table = "kafka_sinks",
+	.missing_hint = "Is the extension stream_ext (version 0.2 or later) installed in this database?",
+	.login_detail = "Sink workers connect as the sink's owner.",
+	.shared = (void **) &kafka_sink_shared,
+	.shmem_name = "stream_ext kafka sinks",
+	.tranche = "stream_ext_kafka_sink",
+	.max_slots = &kafka_max_sinks,
+	.header_size = offsetof(KafkaSinkShared, slots),
+	.slot_size = sizeof(KafkaSinkSlot),
+	.slot_noun = "sink",
+	.slot_guc = "stream_ext.kafka_max_sinks",
+};
+
+/* called from _PG_init: the GUC (the shared memory: common.c) */
+void
+kafka_sink_init(void)
+{
+	DefineCustomIntVariable("stream_ext.kafka_max_sinks",
+							"Maximum number of running Kafka sinks (all databases).",
+							"Each sink has one worker, which takes a background worker slot too.",
+							&kafka_max_sinks,
+							8, 1, 1024,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+}
+
+/* ----------------------------------------------------------------
+ * Options
+ * ----------------------------------------------------------------
+ */
+
+/* one option of a sink (a KafkaOptionHandler) */
+static void
+sink_option(const char *key, JsonbValue *v, void *arg)
+{
+	KafkaSinkOptions *opts = (KafkaSinkOptions *) arg;
+
+	if (strcmp(key, "batch_size") == 0)
+		opts->batch_size = (int) kafka_opt_int(v, key, 1, 100000);
+	else if (strcmp(key, "poll_interval_ms") == 0)
+		opts->poll_interval_ms = (int) kafka_opt_int(v, key, 10, 60000);
+	else if (strcmp(key, "columns") == 0)
+	{
+		opts->columns = kafka_opt_names(v, key);
+		if (opts->columns == NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"columns\" must name at least one column")));
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown Kafka sink option \"%s\"", key),
+				 errhint(SINK_OPTION_KEYS_HINT)));
+}
+
+/* parse and validate a sink's options (NULL: none); ereports if invalid */
+void
+kafka_sink_parse_options(Jsonb *options, KafkaSinkOptions *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->batch_size = 10000;
+	opts->poll_interval_ms = 100;
+	kafka_parse_option_object(options, sink_option, opts,
+							  &opts->kafka_keys, &opts->kafka_values);
+}
+
+/* delivery tracking relies on the idempotent producer */
+static const char *const sink_managed_properties[] = {
+	"enable.idempotence", "acks", "request.required.acks", "transactional.id", NULL
+};
+
+/*
+ * librdkafka producer configuration of a sink: the user's properties, then
+ * the ones delivery tracking relies on.  ereports on an invalid property.
+ */
+rd_kafka_conf_t *
+kafka_sink_build_conf(const char *brokers, const KafkaSinkOptions *opts, Oid role)
+{
+	rd_kafka_conf_t *conf;
+
+	conf = kafka_conf_new(brokers, opts->kafka_keys, opts->kafka_values,
+						  sink_managed_properties,
+						  "Sinks use the idempotent producer (enable.idempotence=true, acks=all).",
+						  role);
+	kafka_conf_set(conf, "enable.idempotence", "true");
+	if (!kafka_property_given(opts->kafka_keys, "message.timeout.ms") &&
+		!kafka_property_given(opts->kafka_keys, "delivery.timeout.ms"))
+		kafka_conf_set(conf, "message.timeout.ms", "30000");
+	if (!kafka_property_given(opts->kafka_keys, "linger.ms") &&
+		!kafka_property_given(opts->kafka_keys, "queue.buffering.max.ms"))
+		kafka_conf_set(conf, "linger.ms", "5");
+	return conf;
+}
+
+/* ----------------------------------------------------------------
+ * Columns and payload
+ * ----------------------------------------------------------------
+ */
+
+static int
+sink_parse_format(const char *format)
+{
+	if (pg_strcasecmp(format, "json") == 0)
+		return SINK_FORMAT_JSON;
+	if (pg_strcasecmp(format, "csv") == 0)
+		return SINK_FORMAT_CSV;
+	if (pg_strcasecmp(format, "text") == 0)
+		return SINK_FORMAT_TEXT;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown Kafka sink format \"%s\"", format),
+			 errhint("Valid formats are \"json\", \"csv\" and \"text\".")));
+	return SINK_FORMAT_JSON;
+}
+
+static const char *const sink_format_names[] = {"json", "csv", "text"};
+
+/*
+ * The payload columns of a sink on relation rel: the explicit list, or
+ * every column but arrival_timestamp.  ereports on an unknown column.
+ */
+static List *
+payload_columns(Relation rel, List *explicit)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *cols = NIL;
+	ListCell   *lc;
+	int			i;
+
+	if (explicit != NIL)
+	{
+		foreach(lc, explicit)
+		{
+			char	   *c = lfirst(lc);
+
+			if (get_attnum(RelationGetRelid(rel), c) == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("column \"%s\" of option \"columns\" does not exist in \"%s\"",
+								c, RelationGetRelationName(rel))));
+			cols = lappend(cols, c);
+		}
+		return cols;
+	}
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || strcmp(NameStr(att->attname), ARRIVAL_COLUMN) == 0)
+			continue;
+		cols = lappend(cols, pstrdup(NameStr(att->attname)));
+	}
+	return cols;
+}
+
+/* the SQL text of a column's value as text, or NULL */
+static char *
+column_text(const char *col)
+{
+	return psprintf("(n.%s)::text", quote_identifier(col));
+}
+
+/*
+ * The SELECT producing (key text, payload text) for every row of the
+ * transition table, in its order.
+ */
+static char *
+build_payload_sql(int format, const char *key_column, List *cols,
+				  const char *newtable)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s AS key, ",
+					 key_column ? column_text(key_column) : "NULL::text");
+	if (format == SINK_FORMAT_JSON)
+	{
+		appendStringInfoString(&sql, "row_to_json(r)::text AS payload FROM ");
+		appendStringInfo(&sql, "%s n CROSS JOIN LATERAL (SELECT ", quote_identifier(newtable));
+		foreach(lc, cols)
+		{
+			if (lc != list_head(cols))
+				appendStringInfoString(&sql, ", ");
+			appendStringInfo(&sql, "n.%s", quote_identifier(lfirst(lc)));
+		}
+		appendStringInfoString(&sql, ") r");
+	}
+	else if (format == SINK_FORMAT_CSV)
+	{
+		/* RFC 4180: quote fields holding a quote, comma or line break; NULL is empty */
+		foreach(lc, cols)
+		{
+			char	   *x = column_text(lfirst(lc));
+
+			if (lc != list_head(cols))
+				appendStringInfoString(&sql, " || ',' || ");
+			appendStringInfo(&sql,
+							 "CASE WHEN %s IS NULL THEN '' "
+							 "WHEN %s = '' OR %s ~ E'[\",\\\\r\\\\n]' "
+							 "THEN '\"' || replace(%s, '\"', '\"\"') || '\"' "
+							 "ELSE %s END",
+							 x, x, x, x, x);
+		}
+		appendStringInfo(&sql, " AS payload FROM %s n", quote_identifier(newtable));
+	}
+	else
+	{
+		appendStringInfo(&sql, "%s AS payload FROM %s n",
+						 column_text(linitial(cols)), quote_identifier(newtable));
+	}
+	return sql.data;
+}
+
+/* validate format, key column and payload columns against the stream */
+static void
+validate_sink_columns(Oid stream, int format, const char *key_column,
+					  const KafkaSinkOptions *opts)
+{
+	Relation	rel = relation_open(stream, AccessShareLock);
+	List	   *cols = payload_columns(rel, opts->columns);
+
+	if (key_column && get_attnum(stream, key_column) == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("key column \"%s\" does not exist in \"%s\"",
+						key_column, RelationGetRelationName(rel))));
+	if (cols == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" has no column to send", RelationGetRelationName(rel))));
+	if (format == SINK_FORMAT_TEXT && list_length(cols) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("format \"text\" sends exactly one column, not %d", list_length(cols)),
+				 errhint("Name it with the option \"columns\", e.g. '{\"columns\": [\"line\"]}'.")));
+	relation_close(rel, AccessShareLock);
+}
+
+
+/* ----------------------------------------------------------------
+ * SQL functions
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * create_kafka_sink(name, stream, brokers, topic, format, key_column, options)
+ */
+Datum
+stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			stream;
+	char	   *brokers;
+	char	   *topic;
+	char	   *format;
+	char	   *key_column;
+	Jsonb	   *options;
+	KafkaSinkOptions opts;
+	int			fmt;
+	rd_kafka_conf_t *conf;
+	Oid			argtypes[8] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, OIDOID};
+	Datum		args[8];
+	char		nulls[9] = "        ";
+	int32		id;
+	bool		isnull;
+	char	   *qualname;
+	Oid			save_userid;
+	int			save_sec;
+	int			ret;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("name, stream, brokers and topic must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	stream = PG_GETARG_OID(1);
+	brokers = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	topic = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	format = PG_ARGISNULL(4) ? "json" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	key_column = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	options = PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6);
+
+	if (kafka_sink_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("Kafka sinks need stream_ext in shared_preload_libraries")));
+	kafka_check_definition(&kafka_sink_kind, name, stream, brokers, topic, ACL_SELECT);
+
+	fmt = sink_parse_format(format);
+	kafka_sink_parse_options(options, &opts);
+	validate_sink_columns(stream, fmt, key_column, &opts);
+	conf = kafka_sink_build_conf(brokers, &opts, GetUserId());
+	rd_kafka_conf_destroy(conf);
+
+	SPI_connect();
+	kafka_check_new_name(&kafka_sink_kind, name);
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = ObjectIdGetDatum(stream);
+	args[2] = CStringGetTextDatum(brokers);
+	args[3] = CStringGetTextDatum(topic);
+	args[4] = CStringGetTextDatum(sink_format_names[fmt]);
+	if (key_column)
+		args[5] = CStringGetTextDatum(key_column);
+	else
+		nulls[5] = 'n';
+	args[6] = options ? JsonbPGetDatum(options) : DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+	args[7] = ObjectIdGetDatum(GetUserId());
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "INSERT INTO stream_ext.kafka_sinks "
+					   "(name, stream, brokers, topic, format, key_column, options, owner) "
+					   "VALUES ($1, $2::regclass, $3, $4, $5, $6, $7, $8::regrole) RETURNING id",
+					   8, argtypes, args, nulls, false, SPI_OK_INSERT_RETURNING);
+	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+	/* the queue trigger, created as the stream's owner (as for views) */
+	qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(stream)),
+										  get_rel_name(stream));
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(relation_owner(stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	ret = SPI_execute(psprintf("CREATE TRIGGER stream_ext_sink_%d AFTER INSERT ON %s"
+							   " REFERENCING NEW TABLE AS " SINK_NEW_TABLE
+							   " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.sink_enqueue('%d')",
+							   id, qualname, id),
+					  false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (ret != SPI_OK_UTILITY)
+		elog(ERROR, "could not create the queue trigger of Kafka sink \"%s\": %s",
+			 name, SPI_result_code_string(ret));
+	SPI_finish();
+
+	PG_RETURN_VOID();
+}
+
+/* register a sink's dynamic worker */
+static bool
+launch_sink_worker(const KafkaSinkWorkerArgs *args, bool error_on_failure)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	kafka_bgworker_init(&worker, "stream_ext_kafka_sink_worker_main", "stream_ext kafka sink");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka sink %d", args->sink_id);
+	memcpy(worker.bgw_extra, args, sizeof(KafkaSinkWorkerArgs));
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		ereport(error_on_failure ? ERROR : WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start the worker of Kafka sink %d: no free background worker slot",
+						args->sink_id),
+				 errhint("Raise max_worker_processes.")));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * start_sink(name): mark running and launch the worker, which waits for
+ * this transaction to end and exits at once if it rolled back.
+ */
+Datum
+stream_ext_start_sink(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	KafkaCatalogRow row;
+	KafkaSinkOptions opts;
+	Oid			catalog_relid;
+	KafkaSinkWorkerArgs wargs;
+
+	if (kafka_sink_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("Kafka sinks need stream_ext in shared_preload_libraries"),
+				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	SPI_connect();
+	kafka_fetch_row(&kafka_sink_kind, name, &row, false);
+	kafka_check_owner(&kafka_sink_kind, &row);
+	kafka_sink_parse_options(row.options, &opts);
+	kafka_check_owner_login(&kafka_sink_kind, &row);
+	/* a dropped stream adds nothing, but what it queued is still delivered */
+	if (get_rel_name(row.stream) != NULL &&
+		pg_class_aclcheck(row.stream, row.owner, ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("owner of Kafka sink \"%s\" has no SELECT privilege on \"%s\"",
+						name, get_rel_name(row.stream))));
+	kafka_set_running(&kafka_sink_kind, row.id);
+	SPI_finish();
+
+	catalog_relid = kafka_catalog_table(&kafka_sink_kind, false);
+	if (!kafka_slot_is_live(&kafka_sink_kind, MyDatabaseId, catalog_relid, row.id, 0))
+	{
+		memset(&wargs, 0, sizeof(wargs));
+		wargs.dboid = MyDatabaseId;
+		wargs.catalog_relid = catalog_relid;
+		wargs.owner = row.owner;
+		wargs.sink_id = row.id;
+		wargs.wait_xid = GetTopTransactionId();
+		launch_sink_worker(&wargs, true);
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * stop_sink(name): mark stopped; the worker records what Kafka has
+ * acknowledged and exits within about a second.  Rows keep being queued.
+ */
+Datum
+stream_ext_stop_sink(PG_FUNCTION_ARGS)
+{
+	kafka_stop(&kafka_sink_kind, text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * drop_sink(name, if_exists): drop the queue trigger, the undelivered rows
+ * and the sink.  A running worker exits when it sees the sink gone.
+ */
+Datum
+stream_ext_drop_sink(PG_FUNCTION_ARGS)
+{
+	KafkaCatalogRow row;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+
+	if (!kafka_drop_begin(&kafka_sink_kind, fcinfo, &row))
+		PG_RETURN_VOID();
+
+	if (get_rel_name(row.stream) != NULL)
+	{
+		char	   *qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.stream)),
+														  get_rel_name(row.stream));
+		Oid			save_userid;
+		int			save_sec;
+		int			ret;
+
+		GetUserIdAndSecContext(&save_userid, &save_sec);
+		SetUserIdAndSecContext(relation_owner(row.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		ret = SPI_execute(psprintf("DROP TRIGGER IF EXISTS stream_ext_sink_%d ON %s",
+								   row.id, qualname), false, 0);
+		SetUserIdAndSecContext(save_userid, save_sec);
+		if (ret != SPI_OK_UTILITY)
+			elog(ERROR, "could not drop the queue trigger of Kafka sink \"%s\"", row.name);
+	}
+
+	args[0] = Int32GetDatum(row.id);
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "DELETE FROM stream_ext.sink_queue WHERE sink = $1",
+					   1, argtypes, args, NULL, false, SPI_OK_DELETE);
+	kafka_drop_end(&kafka_sink_kind, &row);
+	PG_RETURN_VOID();
+}
+
+
+/* ----------------------------------------------------------------
+ * The queue trigger
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * stream_ext.sink_enqueue(sink_id) — statement-level AFTER INSERT trigger
+ * on a sink's stream, REFERENCING NEW TABLE AS stream_ext_sink_new.
+ */
+Datum
+stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	int32		sink_id;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Oid			owner;
+	int			format;
+	char	   *key_column;
+	Datum		optdatum;
+	KafkaSinkOptions opts;
+	List	   *cols;
+	char	   *sql;
+	OwnerContext octx;
+	Tuplestorestate *ts;
+	EphemeralNamedRelation enr;
+	SPIPlanPtr	plan;
+	Portal		portal;
+	TupleDesc	rowdesc = NULL;
+	uint64		i;
+	uint64		nrows;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		trigdata->tg_newtable == NULL ||
+		trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("stream_ext.sink_enqueue() must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE and a sink id")));
+
+	if (tuplestore_tuple_count(trigdata->tg_newtable) == 0)
+		return PointerGetDatum(NULL);
+	sink_id = pg_strtoint32(trigdata->tg_trigger->tgargs[0]);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	args[0] = Int32GetDatum(sink_id);
+	/* committed now, not as of the statement's snapshot: see core/catalog.c */
+	catalog_read_latest_begin();
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "SELECT owner::oid, format, key_column, options, name "
+					   "FROM stream_ext.kafka_sinks WHERE id = $1",
+					   1, argtypes, args, NULL, true, SPI_OK_SELECT);
+	catalog_read_latest_end();
+	if (SPI_processed != 1)
+	{
+		/* the sink is gone (its trigger outlived it): nothing to queue */
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	format = sink_parse_format(SPI_getvalue(tup, desc, 2));
+	key_column = SPI_getvalue(tup, desc, 3);
+	optdatum = SPI_getbinval(tup, desc, 4, &isnull);
+	kafka_sink_parse_options(DatumGetJsonbP(optdatum), &opts);
+	cols = payload_columns(trigdata->tg_relation, opts.columns);
+
+	if (pg_class_aclcheck(RelationGetRelid(trigdata->tg_relation), owner, ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("owner of Kafka sink \"%s\" has no SELECT privilege on \"%s\"",
+						SPI_getvalue(tup, desc, 5), RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("Every row appended to the stream is queued for the sink as its owner."),
+				 errhint("Grant SELECT back, or drop the sink with stream_ext.drop_sink().")));
+
+	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
+		elog(ERROR, "SPI_register_trigger_data failed");
+
+	/*
+	 * Key and payload of every row: one SELECT, as the owner, restricted.
+	 * It is read through a cursor into a tuplestore, which spills to disk
+	 * beyond work_mem, so a large COPY does not hold its rows in memory.
+	 */
+	sql = build_payload_sql(format, key_column, cols, trigdata->tg_trigger->tgnewtable);
+	ts = tuplestore_begin_heap(false, false, work_mem);
+	owner_context_enter(&octx, owner, "UTC");
+	owner_context_pin("DateStyle", "ISO, YMD");
+	owner_context_pin("IntervalStyle", "postgres");
+	owner_context_pin("extra_float_digits", "1");
+	plan = SPI_prepare(sql, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	nrows = 0;
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, SINK_FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		if (rowdesc == NULL)
+			rowdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+		for (i = 0; i < SPI_processed; i++)
+			tuplestore_puttuple(ts, SPI_tuptable->vals[i]);
+		nrows += SPI_processed;
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_freeplan(plan);
+	owner_context_leave(&octx);
+	if (nrows == 0)
+	{
+		tuplestore_end(ts);
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
+
+	/* ... appended to the queue with one INSERT, as the catalog owner */
+	enr = palloc0(sizeof(EphemeralNamedRelationData));
+	enr->md.name = SINK_ROWS_ENR;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = rowdesc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = nrows;
+	enr->reldata = ts;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "SPI_register_relation failed");
+	kafka_catalog_exec(&kafka_sink_kind,
+					   "INSERT INTO stream_ext.sink_queue (sink, key, payload) "
+					   "SELECT $1, key, payload FROM " SINK_ROWS_ENR,
+					   1, argtypes, args, NULL, false, SPI_OK_INSERT);
+	SPI_unregister_relation(SINK_ROWS_ENR);
+	tuplestore_end(ts);
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
+/* ----------------------------------------------------------------
+ * Live statistics and launch
+ * ----------------------------------------------------------------
+ */
+
+Datum
+stream_ext_kafka_sink_worker_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KafkaSinkSlot *slots;
+	int			nslots;
+	int			i;
+	Oid			relid = kafka_catalog_table(&kafka_sink_kind, true);
+
+	InitMaterializedSRF(fcinfo, 0);
+	slots = kafka_slot_snapshot(&kafka_sink_kind, &nslots);
+	for (i = 0; i < nslots; i++)
+	{
+		KafkaSinkSlot *slot = &slots[i];
+		Datum		values[10];
+		bool		nulls[10];
+
+		if (!kafka_slot_visible(&slot->common, relid))
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(slot->common.id);
+		values[1] = Int32GetDatum(slot->common.pid);
+		values[2] = CStringGetTextDatum(kafka_state_name(slot->common.state));
+		values[3] = Int64GetDatum((int64) slot->rows);
+		values[4] = Int64GetDatum((int64) slot->batches);
+		values[5] = Int64GetDatum((int64) slot->common.errors);
+		kafka_slot_status(&slot->common, &values[6], &nulls[6]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * Called by the launcher's scanner (connected to dboid, no transaction):
+ * start the worker of every running sink that has none.
+ */
+void
+kafka_sink_launch_running(Oid dboid)
+{
+	List	   *todo = NIL;
+	ListCell   *lc;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (kafka_sink_shared == NULL)
+		return;
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (OidIsValid(get_extension_oid("stream_ext", true)) &&
+		OidIsValid(kafka_catalog_table(&kafka_sink_kind, true)))
+	{
+		uint64		i;
+
+		SPI_connect();
+		if (SPI_execute("SELECT id, owner::oid FROM stream_ext.kafka_sinks "
+						"WHERE state = 'running' ORDER BY id", true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute failed");
+		for (i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			bool		isnull;
+			MemoryContext old = MemoryContextSwitchTo(outer);
+			KafkaSinkWorkerArgs *wargs = palloc0(sizeof(KafkaSinkWorkerArgs));
+
+			wargs->dboid = dboid;
+			wargs->catalog_relid = kafka_catalog_table(&kafka_sink_kind, false);
+			wargs->sink_id = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+			wargs->owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+			wargs->wait_xid = InvalidTransactionId;
+			todo = lappend(todo, wargs);
+			MemoryContextSwitchTo(old);
+		}
+		SPI_finish();
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	foreach(lc, todo)
+	{
+		KafkaSinkWorkerArgs *wargs = lfirst(lc);
+
+		if (kafka_slot_is_live(&kafka_sink_kind, wargs->dboid, wargs->catalog_relid,
+							   wargs->sink_id, 0))
+			continue;
+		ereport(LOG,
+				(errmsg("stream_ext: starting the worker of Kafka sink %d", wargs->sink_id)));
+		launch_sink_worker(wargs, false);
+	}
+}

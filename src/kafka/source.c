@@ -1,0 +1,585 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.c
+ *	  SQL interface of Kafka ingest: create_kafka_source, start_source,
+ *	  stop_source, drop_source, the live-statistics functions behind the
+ *	  source_status view, and parsing/validation of a source's options.
+ *
+ * The catalog tables (stream_ext.kafka_sources, kafka_offsets,
+ * dead_letters) are owned by the extension owner and read by others only
+ * through row-level security; these functions check the caller's rights
+ * themselves and then write the catalog as the catalog's owner
+ * (SECURITY_LOCAL_USERID_CHANGE), so nothing else can forge a source.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "kafka/decode.h"
+#include "kafka/source.h"
+#include "stream_ext.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_create_kafka_source);
+PG_FUNCTION_INFO_V1(stream_ext_start_source);
+PG_FUNCTION_INFO_V1(stream_ext_stop_source);
+PG_FUNCTION_INFO_V1(stream_ext_drop_source);
+PG_FUNCTION_INFO_V1(stream_ext_kafka_worker_stats);
+PG_FUNCTION_INFO_V1(stream_ext_kafka_partition_stats);
+
+#define OPTION_KEYS_HINT \
+	"Known options: start, start_offset, start_timestamp, batch_size, " \
+	"max_wait_ms, workers, on_error, max_message_bytes, columns, paths, " \
+	"column, key_column, partition_column, offset_column, timestamp_column, " \
+	"csv_delimiter, csv_quote, csv_escape, csv_null, kafka; keys containing " \
+	"a dot are librdkafka properties."
+
+/* sources, as common.c tells them from sinks */
+const KafkaKind kafka_source_kind = {
+	.noun = "source",
+	.table = "kafka_sources",
+	.missing_hint = "Is the extension stream_ext installed in this database?",
+	.login_detail = "Source workers connect as the source's owner.",
+	.shared = (void **) &kafka_shared,
+	.shmem_name = "stream_ext kafka",
+	.tranche = "stream_ext_kafka",
+	.max_slots = &kafka_max_workers,
+	.header_size = offsetof(KafkaShared, slots),
+	.slot_size = sizeof(KafkaWorkerSlot),
+	.slot_noun = "worker",
+	.slot_guc = "stream_ext.kafka_max_workers",
+};
+
+/* ----------------------------------------------------------------
+ * Options
+ * ----------------------------------------------------------------
+ */
+
+KafkaFormat
+kafka_parse_format(const char *format)
+{
+	if (format == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("format must not be null")));
+	if (pg_strcasecmp(format, "json") == 0)
+		return KAFKA_FORMAT_JSON;
+	if (pg_strcasecmp(format, "csv") == 0)
+		return KAFKA_FORMAT_CSV;
+	if (pg_strcasecmp(format, "text") == 0)
+		return KAFKA_FORMAT_TEXT;
+	if (pg_strcasecmp(format, "bytea") == 0)
+		return KAFKA_FORMAT_BYTEA;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown Kafka message format \"%s\"", format),
+			 errhint("Valid formats are \"json\", \"csv\", \"text\" and \"bytea\".")));
+	return KAFKA_FORMAT_JSON;	/* keep compiler quiet */
+}
+
+static char
+opt_char(JsonbValue *v, const char *key)
+{
+	char	   *s = kafka_opt_string(v, key);
+
+	if (strlen(s) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a single one-byte character", key)));
+	return s[0];
+}
+
+/* split "a.b.c" or ["a","b","c"] into a List of names */
+static List *
+opt_path(JsonbValue *v, const char *col)
+{
+	List	   *path = NIL;
+
+	if (v->type == jbvString)
+	{
+		char	   *s = pnstrdup(v->val.string.val, v->val.string.len);
+		char	   *tok;
+		char	   *save;
+
+		for (tok = strtok_r(s, ".", &save); tok; tok = strtok_r(NULL, ".", &save))
+			path = lappend(path, tok);
+	}
+	else if (v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data))
+	{
+		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
+		JsonbValue	e;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+		{
+			if (tok != WJB_ELEM)
+				continue;
+			path = lappend(path, kafka_opt_string(&e, "paths"));
+		}
+	}
+	if (path == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("path of column \"%s\" in option \"paths\" must be a non-empty string \"a.b.c\" or array of keys",
+						col)));
+	return path;
+}
+
+/* kafka_parse_options() while it walks the options */
+typedef struct SourceOptionsParse
+{
+	KafkaOptions *opts;
+	bool		have_start;
+	bool		have_escape;
+} SourceOptionsParse;
+
+/* one option of a source (a KafkaOptionHandler) */
+static void
+source_option(const char *key, JsonbValue *v, void *arg)
+{
+	SourceOptionsParse *parse = (SourceOptionsParse *) arg;
+	KafkaOptions *opts = parse->opts;
+
+	if (strcmp(key, "start") == 0)
+	{
+		char	   *s = kafka_opt_string(v, key);
+
+		parse->have_start = true;
+		if (strcmp(s, "earliest") == 0)
+			opts->start = KAFKA_START_EARLIEST;
+		else if (strcmp(s, "latest") == 0)
+			opts->start = KAFKA_START_LATEST;
+		else if (strcmp(s, "offset") == 0)
+			opts->start = KAFKA_START_OFFSET;
+		else if (strcmp(s, "timestamp") == 0)
+			opts->start = KAFKA_START_TIMESTAMP;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for option \"start\": \"%s\"", s),
+					 errhint("Valid values are \"earliest\", \"latest\", \"offset\" and \"timestamp\".")));
+	}
+	else if (strcmp(key, "start_offset") == 0)
+	{
+		opts->start_offset = kafka_opt_int(v, key, 0, PG_INT64_MAX);
+		if (!parse->have_start)
+			opts->start = KAFKA_START_OFFSET;
+	}
+	else if (strcmp(key, "start_timestamp") == 0)
+	{
+		if (v->type == jbvNumeric)
+			opts->start_timestamp_ms = kafka_opt_int(v, key, 0, PG_INT64_MAX);
+		else
+		{
+			char	   *s = kafka_opt_string(v, key);
+			TimestampTz ts;
+
+			ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+														 CStringGetDatum(s),
+														 ObjectIdGetDatum(InvalidOid),
+														 Int32GetDatum(-1)));
+			opts->start_timestamp_ms =
+				(ts + ((TimestampTz) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)) / 1000;
+		}
+		if (!parse->have_start)
+			opts->start = KAFKA_START_TIMESTAMP;
+	}
+	else if (strcmp(key, "batch_size") == 0)
+		opts->batch_size = (int) kafka_opt_int(v, key, 1, 1000000);
+	else if (strcmp(key, "max_wait_ms") == 0)
+		opts->max_wait_ms = (int) kafka_opt_int(v, key, 1, 60000);
+	else if (strcmp(key, "workers") == 0)
+		opts->workers = (int) kafka_opt_int(v, key, 1, KAFKA_MAX_WORKERS_PER_SOURCE);
+	else if (strcmp(key, "max_message_bytes") == 0)
+		opts->max_message_bytes = (int) kafka_opt_int(v, key, 1, MaxAllocSize - 1);
+	else if (strcmp(key, "on_error") == 0)
+	{
+		char	   *s = kafka_opt_string(v, key);
+
+		if (strcmp(s, "dead_letter") == 0)
+			opts->on_error = KAFKA_ON_ERROR_DEAD_LETTER;
+		else if (strcmp(s, "skip") == 0)
+			opts->on_error = KAFKA_ON_ERROR_SKIP;
+		else if (strcmp(s, "stop") == 0)
+			opts->on_error = KAFKA_ON_ERROR_STOP;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for option \"on_error\": \"%s\"", s),
+					 errhint("Valid values are \"dead_letter\", \"skip\" and \"stop\".")));
+	}
+	else if (strcmp(key, "columns") == 0)
+		opts->columns = kafka_opt_names(v, key);
+	else if (strcmp(key, "paths") == 0)
+	{
+		JsonbIterator *it;
+		JsonbValue	e;
+		JsonbIteratorToken tok;
+		char	   *col = NULL;
+
+		if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"paths\" must be an object mapping column names to paths")));
+		it = JsonbIteratorInit(v->val.binary.data);
+		while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+		{
+			if (tok == WJB_KEY)
+				col = pnstrdup(e.val.string.val, e.val.string.len);
+			else if (tok == WJB_VALUE)
+			{
+				opts->path_columns = lappend(opts->path_columns, col);
+				opts->paths = lappend(opts->paths, opt_path(&e, col));
+			}
+		}
+	}
+	else if (strcmp(key, "column") == 0)
+		opts->column = kafka_opt_string(v, key);
+	else if (strcmp(key, "key_column") == 0)
+		opts->key_column = kafka_opt_string(v, key);
+	else if (strcmp(key, "partition_column") == 0)
+		opts->partition_column = kafka_opt_string(v, key);
+	else if (strcmp(key, "offset_column") == 0)
+		opts->offset_column = kafka_opt_string(v, key);
+	else if (strcmp(key, "timestamp_column") == 0)
+		opts->timestamp_column = kafka_opt_string(v, key);
+	else if (strcmp(key, "csv_delimiter") == 0)
+		opts->csv_delimiter = opt_char(v, key);
+	else if (strcmp(key, "csv_quote") == 0)
+		opts->csv_quote = opt_char(v, key);
+	else if (strcmp(key, "csv_escape") == 0)
+	{
+		opts->csv_escape = opt_char(v, key);
+		parse->have_escape = true;
+	}
+	else if (strcmp(key, "csv_null") == 0)
+		opts->csv_null = kafka_opt_string(v, key);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown Kafka source option \"%s\"", key),
+				 errhint(OPTION_KEYS_HINT)));
+}
+
+/*
+ * Parse and validate a source's options (NULL means none).  Allocates in
+ * CurrentMemoryContext; ereports on anything unknown or malformed.
+ */
+void
+kafka_parse_options(Jsonb *options, KafkaOptions *opts)
+{
+	SourceOptionsParse parse;
+
+	memset(opts, 0, sizeof(*opts));
+	opts->start = KAFKA_START_EARLIEST;
+	opts->batch_size = 10000;
+	opts->max_wait_ms = 50;
+	opts->workers = 1;
+	opts->on_error = KAFKA_ON_ERROR_DEAD_LETTER;
+	opts->max_message_bytes = 1024 * 1024;
+	opts->csv_delimiter = ',';
+	opts->csv_quote = '"';
+	opts->csv_null = "";
+
+	parse.opts = opts;
+	parse.have_start = false;
+	parse.have_escape = false;
+	kafka_parse_option_object(options, source_option, &parse,
+							  &opts->kafka_keys, &opts->kafka_values);
+
+	if (!parse.have_escape)
+		opts->csv_escape = opts->csv_quote;
+	if (opts->csv_delimiter == opts->csv_quote)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("CSV delimiter and quote must be different")));
+	if (strchr(opts->csv_null, opts->csv_delimiter) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("CSV null string must not contain the delimiter")));
+}
+
+/* offsets live in kafka_offsets: librdkafka must not commit or store them */
+static const char *const source_managed_properties[] = {
+	"enable.auto.commit", "enable.auto.offset.store", "enable.partition.eof", NULL
+};
+
+/*
+ * librdkafka consumer configuration of a source: user properties first,
+ * then the ones stream_ext relies on.  ereports on an invalid property.
+ */
+rd_kafka_conf_t *
+kafka_build_conf(const char *brokers, const KafkaOptions *opts,
+				 const char *group_id, Oid role)
+{
+	rd_kafka_conf_t *conf;
+
+	conf = kafka_conf_new(brokers, opts->kafka_keys, opts->kafka_values,
+						  source_managed_properties,
+						  "Offsets are stored in stream_ext.kafka_offsets, in the transaction of each batch.",
+						  role);
+	if (!kafka_property_given(opts->kafka_keys, "auto.offset.reset"))
+		kafka_conf_set(conf, "auto.offset.reset", "earliest");
+	if (group_id && !kafka_property_given(opts->kafka_keys, "group.id"))
+		kafka_conf_set(conf, "group.id", group_id);
+	if (!kafka_property_given(opts->kafka_keys, "fetch.wait.max.ms"))
+	{
+		/* the broker holds an empty fetch no longer than a batch may wait */
+		char		buf[32];
+
+		snprintf(buf, sizeof(buf), "%d", opts->max_wait_ms);
+		kafka_conf_set(conf, "fetch.wait.max.ms", buf);
+	}
+	if (!kafka_property_given(opts->kafka_keys, "queued.max.messages.kbytes"))
+		kafka_conf_set(conf, "queued.max.messages.kbytes", "16384");	/* prefetch, bounds RSS */
+	kafka_conf_set(conf, "enable.auto.commit", "false");
+	kafka_conf_set(conf, "enable.auto.offset.store", "false");
+	kafka_conf_set(conf, "enable.partition.eof", "false");
+	return conf;
+}
+
+/* ----------------------------------------------------------------
+ * SQL functions
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * create_kafka_source(name, stream, brokers, topic, format, options)
+ * RETURNS text: the name (void before 0.3; a void declaration ignores it)
+ */
+Datum
+stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			stream;
+	char	   *brokers;
+	char	   *topic;
+	char	   *format;
+	Jsonb	   *options;
+	KafkaOptions opts;
+	KafkaFormat fmt;
+	rd_kafka_conf_t *conf;
+	Oid			argtypes[7] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, OIDOID};
+	Datum		args[7];
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("name, stream, brokers and topic must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	stream = PG_GETARG_OID(1);
+	brokers = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	topic = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	format = PG_ARGISNULL(4) ? "json" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	options = PG_ARGISNULL(5) ? NULL : PG_GETARG_JSONB_P(5);
+
+	kafka_check_definition(&kafka_source_kind, name, stream, brokers, topic, ACL_INSERT);
+	fmt = kafka_parse_format(format);
+	kafka_parse_options(options, &opts);
+	/* validates the column mapping against the stream */
+	(void) kafka_decoder_create(stream, fmt, &opts);
+	/* validates the librdkafka properties */
+	conf = kafka_build_conf(brokers, &opts, "stream_ext", GetUserId());
+	rd_kafka_conf_destroy(conf);
+
+	SPI_connect();
+	kafka_check_new_name(&kafka_source_kind, name);
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = ObjectIdGetDatum(stream);
+	args[2] = CStringGetTextDatum(brokers);
+	args[3] = CStringGetTextDatum(topic);
+	args[4] = CStringGetTextDatum(fmt == KAFKA_FORMAT_JSON ? "json" :
+								  fmt == KAFKA_FORMAT_CSV ? "csv" :
+								  fmt == KAFKA_FORMAT_TEXT ? "text" : "bytea");
+	args[5] = options ? JsonbPGetDatum(options) : DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+	args[6] = ObjectIdGetDatum(GetUserId());
+	kafka_catalog_exec(&kafka_source_kind,
+					   "INSERT INTO stream_ext.kafka_sources "
+					   "(name, stream, brokers, topic, format, options, owner) "
+					   "VALUES ($1, $2::regclass, $3, $4, $5, $6, $7::regrole)",
+					   7, argtypes, args, NULL, false, SPI_OK_INSERT);
+	SPI_finish();
+
+	/* the name, so that start_source(create_kafka_source(...)) reads well */
+	PG_RETURN_TEXT_P(cstring_to_text(name));
+}
+
+/*
+ * start_source(name) RETURNS text (the name): mark running and launch its
+ * workers.  The workers wait for this transaction to end and exit at once if
+ * it rolled back.
+ */
+Datum
+stream_ext_start_source(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	KafkaCatalogRow row;
+	KafkaOptions opts;
+	AclResult	aclresult;
+	Oid			catalog_relid;
+	int			i;
+
+	if (kafka_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("Kafka sources need stream_ext in shared_preload_libraries"),
+				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	SPI_connect();
+	kafka_fetch_row(&kafka_source_kind, name, &row, false);
+	kafka_check_owner(&kafka_source_kind, &row);
+	kafka_parse_options(row.options, &opts);
+	kafka_check_owner_login(&kafka_source_kind, &row);
+	if (get_rel_name(row.stream) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("stream of Kafka source \"%s\" no longer exists", name)));
+	aclresult = pg_class_aclcheck(row.stream, row.owner, ACL_INSERT);
+	if (aclresult != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("owner of Kafka source \"%s\" has no INSERT privilege on \"%s\"",
+						name, get_rel_name(row.stream))));
+	kafka_set_running(&kafka_source_kind, row.id);
+	SPI_finish();
+
+	catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
+	for (i = 0; i < opts.workers; i++)
+	{
+		KafkaWorkerArgs wargs;
+
+		if (kafka_slot_is_live(&kafka_source_kind, MyDatabaseId, catalog_relid, row.id, i))
+			continue;
+		memset(&wargs, 0, sizeof(wargs));
+		wargs.dboid = MyDatabaseId;
+		wargs.catalog_relid = catalog_relid;
+		wargs.owner = row.owner;
+		wargs.source_id = row.id;
+		wargs.worker = i;
+		wargs.nworkers = opts.workers;
+		wargs.wait_xid = GetTopTransactionId();
+		kafka_launch_worker(&wargs, true);
+	}
+
+	PG_RETURN_TEXT_P(cstring_to_text(name));
+}
+
+/*
+ * stop_source(name): mark stopped; the workers see it within about a
+ * second (or at their next batch) and exit without storing anything more.
+ */
+Datum
+stream_ext_stop_source(PG_FUNCTION_ARGS)
+{
+	kafka_stop(&kafka_source_kind, text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * drop_source(name, if_exists): delete the source, and with it (foreign
+ * keys ON DELETE CASCADE) its stored offsets and dead letters.  Running
+ * workers exit when they see it gone.
+ */
+Datum
+stream_ext_drop_source(PG_FUNCTION_ARGS)
+{
+	KafkaCatalogRow row;
+
+	if (kafka_drop_begin(&kafka_source_kind, fcinfo, &row))
+		kafka_drop_end(&kafka_source_kind, &row);
+	PG_RETURN_VOID();
+}
+
+/* ----------------------------------------------------------------
+ * Live statistics (shared memory)
+ * ----------------------------------------------------------------
+ */
+
+Datum
+stream_ext_kafka_worker_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KafkaWorkerSlot *slots;
+	int			nslots;
+	Oid			relid;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	slots = kafka_slot_snapshot(&kafka_source_kind, &nslots);
+	relid = kafka_catalog_table(&kafka_source_kind, true);
+	for (i = 0; i < nslots; i++)
+	{
+		KafkaWorkerSlot *slot = &slots[i];
+		Datum		values[14];
+		bool		nulls[14];
+
+		if (!kafka_slot_visible(&slot->common, relid))
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(slot->common.id);
+		values[1] = Int32GetDatum(slot->common.worker);
+		values[2] = Int32GetDatum(slot->common.pid);
+		values[3] = CStringGetTextDatum(kafka_state_name(slot->common.state));
+		values[4] = Int64GetDatum((int64) slot->messages);
+		values[5] = Int64GetDatum((int64) slot->bytes);
+		values[6] = Int64GetDatum((int64) slot->batches);
+		values[7] = Int64GetDatum((int64) slot->common.errors);
+		values[8] = Int64GetDatum((int64) slot->dead_letters);
+		values[9] = Float8GetDatum(slot->rate);
+		kafka_slot_status(&slot->common, &values[10], &nulls[10]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
+}
+
+Datum
+stream_ext_kafka_partition_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KafkaWorkerSlot *slots;
+	int			nslots;
+	Oid			relid;
+	int			i,
+				j;
+
+	InitMaterializedSRF(fcinfo, 0);
+	slots = kafka_slot_snapshot(&kafka_source_kind, &nslots);
+	relid = kafka_catalog_table(&kafka_source_kind, true);
+	for (i = 0; i < nslots; i++)
+	{
+		KafkaWorkerSlot *slot = &slots[i];
+
+		if (!kafka_slot_visible(&slot->common, relid))
+			continue;
+		for (j = 0; j < slot->npartitions; j++)
+		{
+			KafkaPartitionStat *ps = &slot->partitions[j];
+			Datum		values[5];
+			bool		nulls[5];
+
+			memset(nulls, 0, sizeof(nulls));
+			values[0] = Int32GetDatum(slot->common.id);
+			values[1] = Int32GetDatum(slot->common.worker);
+			values[2] = Int32GetDatum(ps->partition);
+			values[3] = Int64GetDatum(ps->next_offset);
+			nulls[3] = ps->next_offset < 0;
+			values[4] = Int64GetDatum(ps->high_watermark);
+			nulls[4] = ps->high_watermark < 0;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	PG_RETURN_VOID();
+}

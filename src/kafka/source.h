@@ -1,0 +1,140 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.h
+ *	  Kafka ingest: source options, worker shared memory, and the entry
+ *	  points shared by source.c (SQL functions), source_worker.c
+ *	  (consumer background workers) and launcher.c (supervisor).  What
+ *	  sources share with sinks is in common.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_KAFKA_H
+#define STREAM_EXT_KAFKA_H
+
+#include "postgres.h"
+#include <librdkafka/rdkafka.h>
+
+#include "access/transam.h"
+#include "datatype/timestamp.h"
+#include "storage/lwlock.h"
+#include "utils/jsonb.h"
+
+#include "kafka/common.h"
+
+#define KAFKA_MAX_WORKER_PARTITIONS	256
+#define KAFKA_MAX_WORKERS_PER_SOURCE 64
+
+/* where a partition without a stored offset starts */
+typedef enum KafkaStartPos
+{
+	KAFKA_START_EARLIEST,
+	KAFKA_START_LATEST,
+	KAFKA_START_OFFSET,
+	KAFKA_START_TIMESTAMP
+} KafkaStartPos;
+
+typedef enum KafkaOnError
+{
+	KAFKA_ON_ERROR_DEAD_LETTER,
+	KAFKA_ON_ERROR_SKIP,
+	KAFKA_ON_ERROR_STOP
+} KafkaOnError;
+
+typedef enum KafkaFormat
+{
+	KAFKA_FORMAT_JSON,
+	KAFKA_FORMAT_CSV,
+	KAFKA_FORMAT_TEXT,
+	KAFKA_FORMAT_BYTEA
+} KafkaFormat;
+
+/* A source's options jsonb, parsed and validated (see docs/kafka.md). */
+typedef struct KafkaOptions
+{
+	KafkaStartPos start;
+	int64		start_offset;
+	int64		start_timestamp_ms;
+	int			batch_size;
+	int			max_wait_ms;
+	int			workers;
+	KafkaOnError on_error;
+	int			max_message_bytes;
+	List	   *columns;		/* explicit target columns (char *), or NIL */
+	List	   *path_columns;	/* column names having a JSON path (char *) */
+	List	   *paths;			/* parallel to path_columns: List of char * */
+	char	   *column;			/* target column of text/bytea */
+	char	   *key_column;
+	char	   *partition_column;
+	char	   *offset_column;
+	char	   *timestamp_column;
+	char		csv_delimiter;
+	char		csv_quote;
+	char		csv_escape;
+	char	   *csv_null;
+	List	   *kafka_keys;		/* librdkafka property names (char *) */
+	List	   *kafka_values;	/* parallel: values (char *) */
+} KafkaOptions;
+
+extern KafkaFormat kafka_parse_format(const char *format);
+extern void kafka_parse_options(Jsonb *options, KafkaOptions *opts);
+
+/* ---- shared memory ---- */
+
+/* passed to a source worker in bgw_extra */
+typedef struct KafkaWorkerArgs
+{
+	Oid			dboid;
+	Oid			catalog_relid;	/* OID of stream_ext.kafka_sources: tells
+								 * apart incarnations of the extension */
+	Oid			owner;
+	int32		source_id;
+	int32		worker;			/* 0 .. nworkers-1 */
+	int32		nworkers;
+	TransactionId wait_xid;		/* start_source's xact, or Invalid */
+} KafkaWorkerArgs;
+
+typedef struct KafkaPartitionStat
+{
+	int32		partition;
+	int64		next_offset;
+	int64		high_watermark; /* -1 when unknown */
+} KafkaPartitionStat;
+
+typedef struct KafkaWorkerSlot
+{
+	KafkaSlot	common;			/* id: the source; errors: bad messages */
+	uint64		messages;
+	uint64		bytes;
+	uint64		batches;
+	uint64		dead_letters;
+	double		rate;			/* messages/s, smoothed */
+	int			npartitions;
+	KafkaPartitionStat partitions[KAFKA_MAX_WORKER_PARTITIONS];
+} KafkaWorkerSlot;
+
+typedef struct KafkaShared
+{
+	KafkaSlotTable table;
+	pid_t		launcher_pid;
+	KafkaWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} KafkaShared;
+
+extern KafkaShared *kafka_shared;
+
+/* GUCs (launcher.c) */
+extern int	kafka_max_workers;
+extern int	kafka_launcher_naptime;
+
+/* launcher.c */
+extern bool kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failure);
+
+/* source.c */
+extern rd_kafka_conf_t *kafka_build_conf(const char *brokers, const KafkaOptions *opts,
+										 const char *group_id, Oid role);
+
+/* background worker entry points */
+extern PGDLLEXPORT void stream_ext_kafka_worker_main(Datum main_arg);
+extern PGDLLEXPORT void stream_ext_kafka_launcher_main(Datum main_arg);
+extern PGDLLEXPORT void stream_ext_kafka_scanner_main(Datum main_arg);
+
+#endif							/* STREAM_EXT_KAFKA_H */

@@ -1,0 +1,598 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  Statistics of continuous-view maintenance: stream_ext.view_stats.
+ *
+ *	  Maintenance (maintain.c) reports every batch it applied here: rows,
+ *	  groups touched, time spent, the newest arrival time among the rows.
+ *	  Reports are held per transaction (and per subtransaction level) and
+ *	  folded into a shared-memory table only when the transaction commits,
+ *	  so a rolled-back batch -- or one in a rolled-back savepoint -- is never
+ *	  counted, exactly like the view itself never sees it.
+ *
+ *	  The shared table is modelled on pg_stat_statements: a hash table keyed
+ *	  by (database, view) under one LWLock, taken in shared mode to update an
+ *	  existing entry (whose counters have their own spinlock) and in
+ *	  exclusive mode only to add or remove entries.  Counters live as long as
+ *	  the server: they restart from zero after a restart or
+ *	  stream_ext.reset_stats().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "core/catalog.h"
+#include "maintain/stats.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_view_stats_raw);
+PG_FUNCTION_INFO_V1(stream_ext_reset_stats);
+PG_FUNCTION_INFO_V1(stream_ext_view_groups);
+PG_FUNCTION_INFO_V1(stream_ext_stats_info);
+
+typedef struct StatsKey
+{
+	Oid			dbid;
+	Oid			viewid;
+} StatsKey;
+
+typedef struct StatsCounters
+{
+	int64		rows;
+	int64		batches;
+	int64		groups;			/* groups touched, summed over batches */
+	int64		last_rows;		/* rows of the newest batch */
+	double		total_ms;
+	double		max_ms;
+	TimestampTz last_at;		/* commit of the newest batch */
+	TimestampTz max_arrival;	/* newest arrival_timestamp applied */
+} StatsCounters;
+
+typedef struct StatsEntry
+{
+	StatsKey	key;
+	slock_t		mutex;
+	Oid			streamid;
+	StatsCounters c;
+} StatsEntry;
+
+typedef struct StatsShared
+{
+	LWLock	   *lock;
+	slock_t		mutex;			/* protects the two fields below */
+	TimestampTz reset_at;
+	int64		dropped;		/* batches not recorded: table full */
+} StatsShared;
+
+/* a batch (or several) reported in this transaction, not yet committed */
+typedef struct PendingStats
+{
+	Oid			viewid;
+	Oid			streamid;
+	int			nestlevel;
+	StatsCounters c;
+} PendingStats;
+
+static bool track_stats = true;
+static int	stats_max_views = 1000;
+
+static StatsShared *stats_shared = NULL;
+static HTAB *stats_hash = NULL;
+
+static List *pending = NIL;		/* of PendingStats, in TopTransactionContext */
+static bool callbacks_registered = false;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* ---- shared memory ------------------------------------------------------- */
+
+static Size
+stats_memsize(void)
+{
+	return add_size(MAXALIGN(sizeof(StatsShared)),
+					hash_estimate_size(stats_max_views, sizeof(StatsEntry)));
+}
+
+static void
+stats_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(stats_memsize());
+	RequestNamedLWLockTranche("stream_ext_stats", 1);
+}
+
+static void
+stats_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		info;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	stats_shared = ShmemInitStruct("stream_ext view stats", sizeof(StatsShared),
+								   &found);
+	if (!found)
+	{
+		stats_shared->lock = &(GetNamedLWLockTranche("stream_ext_stats"))->lock;
+		SpinLockInit(&stats_shared->mutex);
+		stats_shared->reset_at = GetCurrentTimestamp();
+		stats_shared->dropped = 0;
+	}
+	info.keysize = sizeof(StatsKey);
+	info.entrysize = sizeof(StatsEntry);
+	stats_hash = ShmemInitHash("stream_ext view stats hash",
+							   stats_max_views, stats_max_views,
+							   &info, HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* ---- pending reports ----------------------------------------------------- */
+
+static void
+merge_counters(StatsCounters *into, const StatsCounters *from)
+{
+	into->rows += from->rows;
+	into->batches += from->batches;
+	into->groups += from->groups;
+	into->total_ms += from->total_ms;
+	if (from->max_ms > into->max_ms)
+		into->max_ms = from->max_ms;
+	if (from->batches > 0)
+		into->last_rows = from->last_rows;
+	if (from->last_at > into->last_at)
+		into->last_at = from->last_at;
+	if (from->max_arrival > into->max_arrival)
+		into->max_arrival = from->max_arrival;
+}
+
+static PendingStats *
+pending_find(Oid viewid, int nestlevel)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending)
+	{
+		PendingStats *p = lfirst(lc);
+
+		if (p->viewid == viewid && p->nestlevel == nestlevel)
+			return p;
+	}
+	return NULL;
+}
+
+static void
+flush_pending(void)
+{
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (stats_hash == NULL)
+		return;
+	foreach(lc, pending)
+	{
+		PendingStats *p = lfirst(lc);
+		StatsKey	key;
+		StatsEntry *e;
+
+		memset(&key, 0, sizeof(key));
+		key.dbid = MyDatabaseId;
+		key.viewid = p->viewid;
+		p->c.last_at = now;
+
+		LWLockAcquire(stats_shared->lock, LW_SHARED);
+		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+		if (e == NULL)
+		{
+			bool		found;
+
+			LWLockRelease(stats_shared->lock);
+			LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+			e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+			if (e == NULL)
+			{
+				SpinLockAcquire(&stats_shared->mutex);
+				stats_shared->dropped += p->c.batches;
+				SpinLockRelease(&stats_shared->mutex);
+				LWLockRelease(stats_shared->lock);
+				continue;
+			}
+			if (!found)
+			{
+				SpinLockInit(&e->mutex);
+				e->streamid = p->streamid;
+				memset(&e->c, 0, sizeof(e->c));
+			}
+		}
+		SpinLockAcquire(&e->mutex);
+		e->streamid = p->streamid;
+		merge_counters(&e->c, &p->c);
+		SpinLockRelease(&e->mutex);
+		LWLockRelease(stats_shared->lock);
+	}
+}
+
+static void
+stats_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			/* after the commit record: nothing here may fail */
+			if (pending != NIL)
+				flush_pending();
+			pending = NIL;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* a prepared transaction's batches are not counted */
+			pending = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	if (pending == NIL)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		foreach(lc, pending)
+		{
+			PendingStats *p = lfirst(lc);
+
+			if (p->nestlevel >= level)
+				pending = foreach_delete_current(pending, lc);
+		}
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, pending)
+		{
+			PendingStats *p = lfirst(lc);
+			PendingStats *parent;
+
+			if (p->nestlevel < level)
+				continue;
+			parent = pending_find(p->viewid, level - 1);
+			if (parent != NULL)
+			{
+				merge_counters(&parent->c, &p->c);
+				pending = foreach_delete_current(pending, lc);
+			}
+			else
+				p->nestlevel = level - 1;
+		}
+	}
+}
+
+/*
+ * Called by maintenance after it applied one batch of ROWS rows to view
+ * VIEWID, touching GROUPS groups in ELAPSED_MS; MAX_ARRIVAL is the newest
+ * arrival_timestamp of the batch (0 if unknown).
+ */
+void
+stats_report_batch(Oid viewid, Oid streamid, uint64 rows, uint64 groups,
+				   double elapsed_ms, TimestampTz max_arrival)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	PendingStats *p;
+
+	if (!track_stats || stats_hash == NULL)
+		return;
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(stats_xact_callback, NULL);
+		RegisterSubXactCallback(stats_subxact_callback, NULL);
+		callbacks_registered = true;
+	}
+	p = pending_find(viewid, level);
+	if (p == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		p = palloc0(sizeof(PendingStats));
+		p->viewid = viewid;
+		p->streamid = streamid;
+		p->nestlevel = level;
+		pending = lappend(pending, p);
+		MemoryContextSwitchTo(old);
+	}
+	p->c.rows += rows;
+	p->c.batches += 1;
+	p->c.groups += groups;
+	p->c.last_rows = rows;
+	p->c.total_ms += elapsed_ms;
+	if (elapsed_ms > p->c.max_ms)
+		p->c.max_ms = elapsed_ms;
+	if (max_arrival > p->c.max_arrival)
+		p->c.max_arrival = max_arrival;
+}
+
+bool
+stats_tracking(void)
+{
+	return track_stats && stats_hash != NULL;
+}
+
+/* ---- SQL interface ------------------------------------------------------- */
+
+static void
+stats_require_shmem(void)
+{
+	if (stats_hash == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream_ext statistics are not available"),
+				 errhint("stream_ext must be loaded via shared_preload_libraries.")));
+}
+
+/*
+ * stream_ext._view_stats() -- the counters of this database's views; the
+ * view stream_ext.view_stats joins them with the catalog.
+ */
+Datum
+stream_ext_view_stats_raw(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS status;
+	StatsEntry *e;
+	StatsEntry *copy;
+	int			n = 0;
+	int			max;
+	List	   *dead = NIL;
+
+	stats_require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* copy this database's entries under the lock, then look at them */
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	max = hash_get_num_entries(stats_hash);
+	copy = palloc(sizeof(StatsEntry) * Max(max, 1));
+	hash_seq_init(&status, stats_hash);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		if (e->key.dbid != MyDatabaseId || n >= max)
+			continue;
+		SpinLockAcquire(&e->mutex);
+		copy[n] = *e;
+		SpinLockRelease(&e->mutex);
+		n++;
+	}
+	LWLockRelease(stats_shared->lock);
+
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[10];
+		bool		nulls[10] = {0};
+		StatsCounters *c = &copy[i].c;
+
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(copy[i].key.viewid)))
+		{
+			dead = lappend_oid(dead, copy[i].key.viewid);
+			continue;
+		}
+		values[0] = ObjectIdGetDatum(copy[i].key.viewid);
+		values[1] = ObjectIdGetDatum(copy[i].streamid);
+		values[2] = Int64GetDatum(c->rows);
+		values[3] = Int64GetDatum(c->batches);
+		values[4] = Int64GetDatum(c->groups);
+		values[5] = Int64GetDatum(c->last_rows);
+		values[6] = Float8GetDatum(c->total_ms);
+		values[7] = Float8GetDatum(c->max_ms);
+		values[8] = TimestampTzGetDatum(c->last_at);
+		if (c->max_arrival != 0)
+			values[9] = TimestampTzGetDatum(c->max_arrival);
+		else
+			nulls[9] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	/* forget views that were dropped (the table is bounded) */
+	if (dead != NIL)
+	{
+		ListCell   *lc;
+
+		LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+		foreach(lc, dead)
+		{
+			StatsKey	key;
+
+			memset(&key, 0, sizeof(key));
+			key.dbid = MyDatabaseId;
+			key.viewid = lfirst_oid(lc);
+			hash_search(stats_hash, &key, HASH_REMOVE, NULL);
+		}
+		LWLockRelease(stats_shared->lock);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * stream_ext.stats_info(): when the counters were last reset (all of them:
+ * server start or reset_stats() without argument) and how many batches
+ * went uncounted because stream_ext.stats_max_views entries were in use.
+ */
+Datum
+stream_ext_stats_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {0};
+
+	stats_require_shmem();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	SpinLockAcquire(&stats_shared->mutex);
+	values[0] = TimestampTzGetDatum(stats_shared->reset_at);
+	values[1] = Int64GetDatum(stats_shared->dropped);
+	SpinLockRelease(&stats_shared->mutex);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}
+
+/*
+ * The newest value of timestamptz column ATTNUM among the rows of a
+ * transition table (0 if none is non-NULL).  Reads through a read pointer
+ * of its own, so the maintenance statement's scan is not disturbed.
+ */
+TimestampTz
+stats_max_timestamp(Tuplestorestate *store, TupleDesc desc, AttrNumber attnum)
+{
+	TupleTableSlot *slot;
+	int			ptr;
+	int			oldptr = 0;
+	TimestampTz result = 0;
+
+	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	ptr = tuplestore_alloc_read_pointer(store, EXEC_FLAG_REWIND);
+	tuplestore_select_read_pointer(store, ptr);
+	tuplestore_rescan(store);
+	while (tuplestore_gettupleslot(store, true, false, slot))
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(slot, attnum, &isnull);
+
+		if (!isnull && DatumGetTimestampTz(d) > result)
+			result = DatumGetTimestampTz(d);
+	}
+	tuplestore_select_read_pointer(store, oldptr);
+	ExecDropSingleTupleTableSlot(slot);
+	return result;
+}
+
+/*
+ * stream_ext.reset_stats(view regclass DEFAULT NULL): forget the counters
+ * of one view, or of every view of this database.  Revoked from PUBLIC by
+ * the install script, like pg_stat_statements_reset().
+ */
+Datum
+stream_ext_reset_stats(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	StatsEntry *e;
+	Oid			viewid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+
+	stats_require_shmem();
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, stats_hash);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		if (e->key.dbid != MyDatabaseId)
+			continue;
+		if (OidIsValid(viewid) && e->key.viewid != viewid)
+			continue;
+		hash_search(stats_hash, &e->key, HASH_REMOVE, NULL);
+	}
+	LWLockRelease(stats_shared->lock);
+	if (!OidIsValid(viewid))
+	{
+		SpinLockAcquire(&stats_shared->mutex);
+		stats_shared->reset_at = GetCurrentTimestamp();
+		stats_shared->dropped = 0;
+		SpinLockRelease(&stats_shared->mutex);
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * stream_ext.view_groups(view regclass) -- the number of groups a
+ * continuous view holds now (rows of its materialization), or NULL when the
+ * caller may not read the view.  Counts as the view's owner: the caller
+ * need not be able to read the materialization itself.
+ */
+Datum
+stream_ext_view_groups(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	ViewCatalogEntry entry;
+	Oid			save_userid;
+	int			save_sec;
+	StringInfoData sql;
+	int			rc;
+	bool		isnull;
+	int64		result;
+
+	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		PG_RETURN_NULL();
+	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM %s",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry.matrelid)),
+												get_rel_name(entry.matrelid)));
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(entry.owner,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute(sql.data, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "stream_ext: counting groups failed: %s", SPI_result_code_string(rc));
+	result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec);
+	PG_RETURN_INT64(result);
+}
+
+void
+stats_init(void)
+{
+	DefineCustomBoolVariable("stream_ext.track_stats",
+							 "Collects statistics of continuous-view maintenance (stream_ext.view_stats).",
+							 NULL,
+							 &track_stats,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable("stream_ext.stats_max_views",
+							"Number of continuous views whose statistics are kept in shared memory.",
+							"Batches of views beyond this number are not counted (stream_ext.stats_info shows how many).",
+							&stats_max_views,
+							1000, 16, INT_MAX / 2,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = stats_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = stats_shmem_startup;
+}

@@ -1,0 +1,803 @@
+/*-------------------------------------------------------------------------
+ *
+ * transform.c
+ *	  Continuous transforms and the per-batch NOTIFY of continuous views.
+ *
+ *	  A continuous view without aggregates and GROUP BY is a transform:
+ *	  each batch of its stream is filtered and projected, and the rows are
+ *	  appended, in the same transaction, either to another stream
+ *	  (WITH (output_stream = 's')) -- whose own continuous views then fire,
+ *	  which is how views chain into pipelines -- or to an append-only table
+ *	  the user-facing view reads.  A statement-level AFTER INSERT trigger
+ *	  (stream_ext.transform()) runs one INSERT ... SELECT over the
+ *	  transition table, as the transform's owner, security-restricted, with
+ *	  search_path and TimeZone pinned, from a plan kept per backend.
+ *
+ *	  It also owns the notify = 'channel' option: one pg_notify per
+ *	  maintained batch, for transforms and aggregate views alike.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/defrem.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
+#include "portability/instr_time.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
+#include "utils/varlena.h"
+
+#include "core/catalog.h"
+#include "core/util.h"
+#include "maintain/maintain.h"
+#include "maintain/stats.h"
+#include "maintain/transform.h"
+#include "query/analyze.h"
+#include "query/joins.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_transform);
+
+/* ---- options ------------------------------------------------------------ */
+
+/* take output_stream and notify from defs; returns the other options */
+List *
+cv_take_options(List *defs, CVOptions *opts)
+{
+	ListCell   *lc;
+	List	   *rest = NIL;
+
+	memset(opts, 0, sizeof(CVOptions));
+	foreach(lc, defs)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "output_stream") == 0)
+			opts->output_stream = defGetString(def);
+		else if (strcmp(def->defname, "notify") == 0)
+		{
+			char	   *value = defGetString(def);
+			bool		on;
+
+			/* notify = true/on: the default channel; false/off: none */
+			if (parse_bool(value, &on))
+				opts->notify = on ? pstrdup(CV_DEFAULT_NOTIFY_CHANNEL) : NULL;
+			else if (value[0] == '\0' || strlen(value) >= NAMEDATALEN)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid notify channel \"%s\"", value),
+						 errhint("A channel name is 1 to %d bytes long; notify = true uses \"%s\".",
+								 NAMEDATALEN - 1, CV_DEFAULT_NOTIFY_CHANNEL)));
+			else
+				opts->notify = value;
+		}
+		else
+			rest = lappend(rest, def);
+	}
+	return rest;
+}
+
+void
+cv_check_view_options(CVOptions *opts)
+{
+	if (opts->output_stream)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("output_stream is only valid for continuous transforms"),
+				 errdetail("The view has aggregates or GROUP BY; its rows are kept in its materialization."),
+				 errhint("Drop output_stream, or chain an aggregate view after a transform.")));
+}
+
+/* ---- notify --------------------------------------------------------------- */
+
+void
+cv_notify_batch(const char *channel, Oid viewid, uint64 rows, uint64 groups)
+{
+	StringInfoData buf;
+	char	   *name = get_rel_name(viewid);
+
+	if (name == NULL)
+		return;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"view\": ");
+	escape_json(&buf, quote_qualified_identifier(get_namespace_name(get_rel_namespace(viewid)),
+												 name));
+	appendStringInfo(&buf, ", \"rows\": " UINT64_FORMAT ", \"groups\": " UINT64_FORMAT "}",
+					 rows, groups);
+	Async_Notify(channel, buf.data);
+}
+
+static void
+run_sql(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "stream_ext: SPI_execute failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+void
+cv_record_notify(Oid viewid, const char *channel)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		values[2];
+	Oid			save_userid;
+	int			save_sec;
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = CStringGetTextDatum(channel);
+	catalog_begin_write(&save_userid, &save_sec);
+	SPI_connect();
+	if (SPI_execute_with_args("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
+							  2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "stream_ext: could not record notify channel");
+	SPI_finish();
+	catalog_end_write(save_userid, save_sec);
+}
+
+/* ---- CREATE ----------------------------------------------------------------- */
+
+bool
+transform_applies(Query *query)
+{
+	return query->commandType == CMD_SELECT && query->utilityStmt == NULL &&
+		!query->hasAggs && !query->hasWindowFuncs &&
+		query->groupClause == NIL &&
+		query->groupingSets == NIL && query->havingQual == NULL &&
+		query->setOperations == NULL;
+}
+
+static void
+transform_not_supported(const char *construct)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s is not supported in a continuous transform", construct)));
+}
+
+static bool
+is_volatile_func(Oid func_id, void *context)
+{
+	return func_volatile(func_id) == PROVOLATILE_VOLATILE;
+}
+
+static bool
+has_volatile_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, is_volatile_func, NULL))
+		return true;
+	return expression_tree_walker(node, has_volatile_walker, context);
+}
+
+/* validate the query; returns the stream it reads */
+static Oid
+transform_check_query(Query *q)
+{
+	Oid			streamid;
+
+	if (q->cteList)
+		transform_not_supported("WITH");
+	if (q->hasWindowFuncs)
+		transform_not_supported("a window function");
+	if (q->hasSubLinks)
+		transform_not_supported("a subquery");
+	if (q->hasTargetSRFs)
+		transform_not_supported("a set-returning function in the select list");
+	if (q->sortClause)
+		transform_not_supported("ORDER BY");
+	if (q->limitCount || q->limitOffset)
+		transform_not_supported("LIMIT or OFFSET");
+	if (q->distinctClause)
+		transform_not_supported("SELECT DISTINCT");
+	if (q->rowMarks)
+		transform_not_supported("FOR UPDATE/SHARE");
+	/* one stream, maybe joined to tables (query/joins.c) */
+	streamid = joins_check_from(q, NULL, "continuous transform");
+	if (has_volatile_walker((Node *) q->targetList, NULL) ||
+		has_volatile_walker((Node *) q->jointree, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("volatile functions are not supported in a continuous transform"),
+				 errdetail("A transform must equal its query run over the stream's rows.")));
+	return streamid;
+}
+
+/*
+ * Refuse a transform whose output stream feeds, directly or through other
+ * transforms, the stream it reads.  The caller holds a lock on
+ * transform_catalog that serializes transform creation.
+ */
+static void
+check_cycle(const char *name, Oid source, Oid output)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		values[2] = {ObjectIdGetDatum(output), ObjectIdGetDatum(source)};
+	int			rc;
+
+	rc = SPI_execute_with_args(
+							   "WITH RECURSIVE walk(stream, seen, path) AS ("
+							   " SELECT $1::pg_catalog.regclass, ARRAY[$1::pg_catalog.oid],"
+							   "        $1::pg_catalog.regclass::pg_catalog.text"
+							   " UNION ALL"
+							   " SELECT t.output_stream, w.seen || t.output_stream::pg_catalog.oid,"
+							   "        w.path || ' -> ' || t.transform::pg_catalog.text"
+							   "        || ' -> ' || t.output_stream::pg_catalog.text"
+							   "   FROM walk w JOIN stream_ext.transform_catalog t ON t.stream = w.stream"
+							   "  WHERE t.output_stream IS NOT NULL"
+							   "    AND t.output_stream::pg_catalog.oid <> ALL (w.seen))"
+							   " SELECT path FROM walk WHERE stream = $2::pg_catalog.regclass LIMIT 1",
+							   2, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext: cycle check failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+	{
+		char	   *path = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *src = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+													 get_rel_name(source));
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("continuous transform \"%s\" would create a cycle", name),
+				 errdetail("Rows would flow %s -> %s -> %s.", src, name, path),
+				 errhint("A transform cannot feed, directly or through other transforms, the stream it reads.")));
+	}
+}
+
+typedef struct OutCol
+{
+	char	   *name;
+	Expr	   *expr;
+} OutCol;
+
+/*
+ * Match the transform's columns to the output stream's by name: each must
+ * exist with an assignable type, and every column the transform leaves out
+ * must be nullable or have a default.
+ */
+static void
+check_output_columns(const char *name, List *cols, Oid outid)
+{
+	Relation	rel = table_open(outid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	ListCell   *lc;
+	bool		table_insert = pg_class_aclcheck(outid, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
+
+	foreach(lc, cols)
+	{
+		OutCol	   *col = lfirst(lc);
+		AttrNumber	attnum = get_attnum(outid, col->name);
+		Oid			srctype = exprType((Node *) col->expr);
+		Form_pg_attribute att;
+
+		if (attnum <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of continuous transform \"%s\" does not exist in output stream \"%s\"",
+							col->name, name, RelationGetRelationName(rel)),
+					 errhint("Transform columns are matched to the output stream's columns by name; rename it with AS.")));
+		att = TupleDescAttr(desc, attnum - 1);
+		if (att->attgenerated)
+			ereport(ERROR,
+					(errcode(ERRCODE_GENERATED_ALWAYS),
+					 errmsg("column \"%s\" of output stream \"%s\" is a generated column",
+							col->name, RelationGetRelationName(rel))));
+		if (srctype != att->atttypid &&
+			!can_coerce_type(1, &srctype, &att->atttypid, COERCION_ASSIGNMENT))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of continuous transform \"%s\" is of type %s but column \"%s\" of output stream \"%s\" is of type %s",
+							col->name, name, format_type_be(srctype), col->name,
+							RelationGetRelationName(rel), format_type_be(att->atttypid)),
+					 errhint("Cast the expression in the transform's select list.")));
+		if (!table_insert &&
+			pg_attribute_aclcheck(outid, attnum, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for stream %s", RelationGetRelationName(rel)),
+					 errdetail("The transform inserts into it as its owner.")));
+	}
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		given = false;
+
+		if (att->attisdropped || !att->attnotnull || att->atthasdef || att->attgenerated)
+			continue;
+		foreach(lc, cols)
+			given |= (strcmp(((OutCol *) lfirst(lc))->name, NameStr(att->attname)) == 0);
+		if (!given)
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("continuous transform \"%s\" gives no value for column \"%s\" of output stream \"%s\"",
+							name, NameStr(att->attname), RelationGetRelationName(rel)),
+					 errdetail("The column is NOT NULL and has no default.")));
+	}
+	table_close(rel, NoLock);
+}
+
+static char *
+qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/* the INSERT statement of a transform, from its target's current name */
+static char *
+transform_sql(Oid target, const char *columns, const char *select_sql)
+{
+	return psprintf("/* stream_ext transform */ INSERT INTO %s (%s) %s",
+					qualified_name(target), columns, select_sql);
+}
+
+void
+transform_create(ViewStmt *stmt, Query *query, const char *queryString,
+				 CVOptions *opts)
+{
+	char	   *name = stmt->view->relname;
+	Oid			streamid;
+	Oid			outid = InvalidOid;
+	Oid			tableid = InvalidOid;
+	Oid			nspid;
+	Oid			existing;
+	Oid			viewid;
+	Oid			trigid;
+	char	   *nspname;
+	char	   *vq;
+	char	   *sq;
+	List	   *cols = NIL;
+	List	   *ctx;
+	ListCell   *lc;
+	int			ncols = 0;
+	int			nestlevel;
+	StringInfoData collist;
+	StringInfoData exprs;
+	StringInfoData typed;
+	char	   *select_sql;
+	char	   *definition;
+	char	   *trigname;
+	Oid			save_userid;
+	int			save_sec;
+	Oid			argtypes[8] = {OIDOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = "        ";
+
+	catalog_require_table("transform_catalog", "continuous transforms");
+	streamid = transform_check_query(query);
+	ExecCheckRTPerms(query->rtable, true);
+
+	/* column names: CREATE VIEW's list, else the select list's */
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		OutCol	   *col;
+		ListCell   *lc2;
+
+		if (tle->resjunk)
+			continue;
+		col = palloc(sizeof(OutCol));
+		col->name = ncols < list_length(stmt->aliases) ?
+			strVal(list_nth(stmt->aliases, ncols)) : tle->resname;
+		col->expr = tle->expr;
+		foreach(lc2, cols)
+			if (strcmp(((OutCol *) lfirst(lc2))->name, col->name) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("column \"%s\" specified more than once in continuous transform \"%s\"",
+								col->name, name)));
+		cols = lappend(cols, col);
+		ncols++;
+	}
+	if (list_length(stmt->aliases) > ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("CREATE VIEW specifies more column names than columns")));
+
+	/* one transform creation at a time: the cycle check sees all others */
+	LockRelationOid(get_relname_relid("transform_catalog", get_namespace_oid("stream_ext", false)),
+					ShareRowExclusiveLock);
+	LockRelationOid(streamid, ShareRowExclusiveLock);
+
+	if (opts->output_stream)
+	{
+		RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(opts->output_stream));
+
+		outid = RangeVarGetRelid(rv, AccessShareLock, false);
+		if (!catalog_is_stream(outid))
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("output_stream \"%s\" is not a stream", opts->output_stream),
+					 errhint("Create it with stream_ext.create_stream().")));
+		check_output_columns(name, cols, outid);
+	}
+
+	nspid = RangeVarGetAndCheckCreationNamespace(stmt->view, NoLock, &existing);
+	if (OidIsValid(existing))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists", name)));
+	nspname = get_namespace_name(nspid);
+	definition = pg_get_querydef(query, true);
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	SPI_connect();
+
+	if (OidIsValid(outid))
+		check_cycle(name, streamid, outid);
+
+	/* the per-batch SELECT over the transition table */
+	ctx = joins_deparse_context(query, streamid);
+	initStringInfo(&collist);
+	initStringInfo(&exprs);
+	initStringInfo(&typed);
+	foreach(lc, cols)
+	{
+		OutCol	   *col = lfirst(lc);
+		Oid			type = exprType((Node *) col->expr);
+		Oid			coll = exprCollation((Node *) col->expr);
+		bool		first = (lc == list_head(cols));
+
+		appendStringInfo(&collist, "%s%s", first ? "" : ", ", quote_identifier(col->name));
+		appendStringInfo(&exprs, "%s%s", first ? "" : ", ",
+						 deparse_expression((Node *) col->expr, ctx, true, false));
+		appendStringInfo(&typed, "%s%s %s", first ? "" : ", ", quote_identifier(col->name),
+						 format_type_extended(type, exprTypmod((Node *) col->expr),
+											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+		if (OidIsValid(coll) && coll != get_typcollation(type))
+			appendStringInfo(&typed, " COLLATE %s", generate_collation_name(coll));
+	}
+	select_sql = psprintf("SELECT %s FROM %s%s%s", exprs.data,
+						  joins_from_sql(query, ctx, CV_NEW_ROWS),
+						  query->jointree->quals ? " WHERE " : "",
+						  query->jointree->quals ?
+						  deparse_expression(query->jointree->quals, ctx, true, false) : "");
+
+	vq = quote_qualified_identifier(nspname, name);
+	sq = qualified_name(streamid);
+	if (OidIsValid(outid))
+	{
+		/*
+		 * The user-facing object reads nothing: a transform's rows are in its
+		 * output stream.  Reading the output stream's columns makes it depend
+		 * on them, so DROP or ALTER of the output stream needs CASCADE.
+		 */
+		run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s WHERE false",
+						 vq, collist.data, qualified_name(outid)));
+		viewid = get_relname_relid(name, nspid);
+	}
+	else
+	{
+		char	   *tablename = ChooseRelationName(name, NULL, "mrel", nspid, false);
+		char	   *tq = quote_qualified_identifier(nspname, tablename);
+
+		run_sql(psprintf("CREATE TABLE %s (%s)", tq, typed.data));
+		tableid = get_relname_relid(tablename, nspid);
+		run_sql(psprintf("CREATE TRIGGER stream_ext_guard"
+						 " BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
+						 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.guard_materialization()",
+						 tq));
+		run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s", vq, collist.data, tq));
+		viewid = get_relname_relid(name, nspid);
+		record_dependency(RelationRelationId, tableid, RelationRelationId, viewid,
+						  DEPENDENCY_INTERNAL);
+	}
+	record_dependency(RelationRelationId, viewid, RelationRelationId, streamid,
+					  DEPENDENCY_NORMAL);
+	joins_record_dependencies(query, viewid);
+
+	/* the trigger, created as the stream's owner (see ddl/ddl.c) */
+	trigname = psprintf("stream_ext_transform_%u", viewid);
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(relation_owner(streamid),
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
+					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
+					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.transform(%s)",
+					 quote_identifier(trigname), sq, quote_literal_cstr(vq)));
+	SetUserIdAndSecContext(save_userid, save_sec);
+	trigid = get_trigger_oid(streamid, trigname, false);
+	record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
+					  DEPENDENCY_AUTO);
+	CommandCounterIncrement();
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = ObjectIdGetDatum(streamid);
+	values[2] = ObjectIdGetDatum(outid);
+	nulls[2] = OidIsValid(outid) ? ' ' : 'n';
+	values[3] = ObjectIdGetDatum(tableid);
+	nulls[3] = OidIsValid(tableid) ? ' ' : 'n';
+	values[4] = CStringGetTextDatum(definition);
+	values[5] = CStringGetTextDatum(collist.data);
+	values[6] = CStringGetTextDatum(select_sql);
+	values[7] = opts->notify ? CStringGetTextDatum(opts->notify) : (Datum) 0;
+	nulls[7] = opts->notify ? ' ' : 'n';
+	catalog_begin_write(&save_userid, &save_sec);
+	if (SPI_execute_with_args("INSERT INTO stream_ext.transform_catalog"
+							  " (transform, stream, output_stream, output_table, definition,"
+							  "  columns, select_sql, notify, timezone)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+							  " pg_catalog.current_setting('TimeZone'))",
+							  8, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "stream_ext: could not record continuous transform");
+	catalog_end_write(save_userid, save_sec);
+
+	/*
+	 * A transform into a table starts from what the stream holds, like an
+	 * aggregate view.  One into a stream does not replay old rows: its
+	 * output is a flow of events, and re-creating a transform must not
+	 * duplicate them downstream.
+	 */
+	if (OidIsValid(tableid))
+	{
+		SPIPlanPtr	plan;
+		char	   *sql = psprintf("/* stream_ext transform backfill */ INSERT INTO %s (%s) SELECT %s FROM %s%s%s",
+								   qualified_name(tableid), collist.data, exprs.data,
+								   joins_from_sql(query, ctx, sq),
+								   query->jointree->quals ? " WHERE " : "",
+								   query->jointree->quals ?
+								   deparse_expression(query->jointree->quals, ctx, true, false) : "");
+
+		MemoryContext cxt = CurrentMemoryContext;
+
+		stream_ext_maintenance_depth++;
+		PG_TRY();
+		{
+			plan = SPI_prepare(sql, 0, NULL);
+			if (plan == NULL ||
+				SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(),
+									 InvalidSnapshot, false, true, 0) < 0)
+				elog(ERROR, "stream_ext: transform backfill failed");
+		}
+		PG_CATCH();
+		{
+			stream_ext_maintenance_depth--;
+			se_rethrow_short_context(cxt, list_make1(sql),
+									 "backfill of the new continuous transform from the rows already in its stream");
+		}
+		PG_END_TRY();
+		stream_ext_maintenance_depth--;
+	}
+
+	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
+	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/* ---- maintenance -------------------------------------------------------- */
+
+typedef struct TransformEntry
+{
+	Oid			tgoid;			/* hash key */
+	bool		valid;
+	Oid			viewid;
+	Oid			streamid;
+	Oid			target;			/* output stream or table */
+	Oid			owner;
+	char	   *sql;
+	char	   *name;			/* qualified, for error context */
+	char	   *notify;
+	char	   *timezone;
+	SPIPlanPtr	plan;
+	MemoryContext cxt;
+} TransformEntry;
+
+static HTAB *transform_cache = NULL;
+
+static void
+transform_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	TransformEntry *entry;
+
+	hash_seq_init(&status, transform_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (!OidIsValid(relid) || relid == entry->viewid ||
+			relid == entry->streamid || relid == entry->target)
+			entry->valid = false;
+	}
+}
+
+static TransformEntry *
+transform_entry(Trigger *trigger)
+{
+	TransformEntry *entry;
+	bool		found;
+	Oid			viewid;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	int			rc;
+
+	if (transform_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(TransformEntry);
+		transform_cache = hash_create("stream_ext transform plans", 32, &ctl,
+									  HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(transform_relcache_callback, (Datum) 0);
+	}
+	entry = hash_search(transform_cache, &trigger->tgoid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->valid = false;
+		entry->plan = NULL;
+		entry->cxt = NULL;
+	}
+	if (entry->valid)
+		return entry;
+	if (entry->plan)
+		SPI_freeplan(entry->plan);
+	entry->plan = NULL;
+	if (entry->cxt)
+		MemoryContextDelete(entry->cxt);
+	entry->cxt = NULL;
+
+	if (trigger->tgnargs != 1)
+		elog(ERROR, "stream_ext.transform() needs the transform as its argument");
+	viewid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
+							  NoLock, true);
+	values[0] = ObjectIdGetDatum(viewid);
+	/* committed now, not as of the statement's snapshot: see core/catalog.c */
+	catalog_read_latest_begin();
+	rc = SPI_execute_with_args("SELECT t.stream::oid, coalesce(t.output_stream, t.output_table)::oid,"
+							   " c.relowner, t.columns, t.select_sql, t.notify, t.timezone"
+							   " FROM stream_ext.transform_catalog t"
+							   " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
+							   " WHERE t.transform = $1",
+							   1, argtypes, values, NULL, true, 1);
+	catalog_read_latest_end();
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("continuous transform %s does not exist", trigger->tgargs[0]),
+				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext old;
+
+		entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext transform",
+										   ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(entry->cxt);
+		entry->viewid = viewid;
+		entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		entry->target = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+		entry->sql = transform_sql(entry->target, SPI_getvalue(tup, desc, 4),
+								   SPI_getvalue(tup, desc, 5));
+		entry->notify = SPI_getvalue(tup, desc, 6);
+		entry->timezone = SPI_getvalue(tup, desc, 7);
+		entry->name = qualified_name(viewid);
+		MemoryContextSwitchTo(old);
+	}
+	entry->valid = true;
+	return entry;
+}
+
+/*
+ * stream_ext.transform(transform) — statement-level AFTER INSERT trigger
+ * on a transform's stream, REFERENCING NEW TABLE AS stream_ext_new.
+ */
+Datum
+stream_ext_transform(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TransformEntry *entry;
+	OwnerContext octx;
+	int			rc;
+	uint64		rows;
+	uint64		written = 0;
+	instr_time	start;
+	instr_time	elapsed;
+	MemoryContext caller_cxt = CurrentMemoryContext;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		trigdata->tg_newtable == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("stream_ext.transform() must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE")));
+	rows = tuplestore_tuple_count(trigdata->tg_newtable);
+	if (rows == 0)
+		return PointerGetDatum(NULL);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	entry = transform_entry(trigdata->tg_trigger);
+	/* a trigger another role put on its own table must not forge rows */
+	if (RelationGetRelid(trigdata->tg_relation) != entry->streamid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("trigger \"%s\" on \"%s\" cannot run continuous transform \"%s\": it reads another stream",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation),
+						get_rel_name(entry->viewid))));
+	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
+		elog(ERROR, "SPI_register_trigger_data failed");
+
+	owner_context_enter(&octx, entry->owner, entry->timezone);
+
+	if (entry->plan == NULL)
+	{
+		entry->plan = SPI_prepare(entry->sql, 0, NULL);
+		if (entry->plan == NULL)
+			elog(ERROR, "stream_ext: could not prepare transform: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(entry->plan);
+	}
+
+	INSTR_TIME_SET_CURRENT(start);
+	stream_ext_maintenance_depth++;
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(entry->plan, NULL, NULL, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "stream_ext: transform failed: %s", SPI_result_code_string(rc));
+		written = SPI_processed;
+	}
+	PG_CATCH();
+	{
+		stream_ext_maintenance_depth--;
+		se_rethrow_short_context(caller_cxt, list_make1(entry->sql),
+								 "continuous transform %s (statement in stream_ext.transform_catalog), batch of " UINT64_FORMAT " rows inserted into %s",
+								 entry->name, rows,
+								 RelationGetRelationName(trigdata->tg_relation));
+	}
+	PG_END_TRY();
+	stream_ext_maintenance_depth--;
+
+	owner_context_leave(&octx);
+	SPI_finish();
+
+	if (stats_tracking())
+	{
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		stats_report_batch(entry->viewid, entry->streamid, rows, written,
+						   INSTR_TIME_GET_MILLISEC(elapsed), 0);
+	}
+	if (entry->notify)
+		cv_notify_batch(entry->notify, entry->viewid, rows, written);
+	return PointerGetDatum(NULL);
+}

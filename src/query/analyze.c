@@ -1,0 +1,1099 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze.c
+ *	  Query analysis and rewrite for continuous views.
+ *
+ *	  cv_analyze() decides whether an analyzed SELECT can be maintained
+ *	  incrementally and breaks it into group keys and aggregates.  The
+ *	  cv_*_sql() functions then write the SQL for its materialization:
+ *
+ *	  - the maintenance statement, run once per batch over the transition
+ *		table: INSERT INTO matrel SELECT keys, partial(agg)... GROUP BY keys
+ *		ORDER BY keys ON CONFLICT (keys) DO UPDATE SET state =
+ *		combine(state, excluded.state).  Sorting by key gives concurrent
+ *		writers one lock order, so they queue instead of deadlocking.
+ *	  - for count(DISTINCT x): a side table of (keys, x) and a statement
+ *		that adds the batch's new values and counts them into the matrel;
+ *	  - the user-facing view: the original select list and HAVING with
+ *		aggregates replaced by finalize(state).
+ *
+ *	  Expressions are deparsed with ruleutils while search_path is pinned
+ *	  to pg_catalog (see ddl/ddl.c), so every name in the generated SQL is
+ *	  schema-qualified and means the same thing whoever runs it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "core/catalog.h"
+#include "query/aggsupport.h"
+#include "query/analyze.h"
+#include "query/joins.h"
+#include "windows/windows.h"
+
+static int
+error_position(const char *querytext, int location)
+{
+	if (querytext == NULL || location < 0)
+		return 0;
+	return errposition(pg_mbstrlen_with_len(querytext, location) + 1);
+}
+
+static void
+not_supported(CVPlan *plan, const char *construct, int location)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s is not supported in a continuous view", construct),
+			 error_position(plan->querytext, location)));
+}
+
+/* find the first expression node that itself calls a volatile function */
+static bool
+is_volatile_func(Oid func_id, void *context)
+{
+	return func_volatile(func_id) == PROVOLATILE_VOLATILE;
+}
+
+static bool
+find_volatile_walker(Node *node, Node **found)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, find_volatile_walker,
+								 (void *) found, 0);
+	if (check_functions_in_node(node, is_volatile_func, NULL))
+	{
+		*found = node;
+		return true;
+	}
+	return expression_tree_walker(node, find_volatile_walker, (void *) found);
+}
+
+static bool
+collect_aggs_walker(Node *node, List **aggs)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		ListCell   *lc;
+
+		foreach(lc, *aggs)
+		{
+			if (equal(((CVAgg *) lfirst(lc))->aggref, node))
+				return false;
+		}
+		{
+			CVAgg	   *agg = palloc0(sizeof(CVAgg));
+
+			agg->aggref = (Aggref *) node;
+			*aggs = lappend(*aggs, agg);
+		}
+		return false;			/* nested aggregates are rejected by the parser */
+	}
+	return expression_tree_walker(node, collect_aggs_walker, (void *) aggs);
+}
+
+static void
+check_btree_type(CVPlan *plan, Oid type, const char *what, Expr *expr)
+{
+	/* an anonymous row (k, x) has a btree opclass but no column can hold it */
+	if (get_typtype(type) == TYPTYPE_PSEUDO)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s of type %s is not supported in a continuous view",
+						what, format_type_be(type)),
+				 errdetail("The materialization stores it in a column, and a column cannot have a pseudo-type."),
+				 errhint("Cast a row value to a composite type made with CREATE TYPE, or use one expression per column."),
+				 error_position(plan->querytext, exprLocation((Node *) expr))));
+	if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s of type %s is not supported in a continuous view",
+						what, format_type_be(type)),
+				 errdetail("The materialization keeps a unique index on it, which needs a btree operator class."),
+				 error_position(plan->querytext, exprLocation((Node *) expr))));
+}
+
+/*
+ * Validate an analyzed query for use as a continuous view and fill *plan.
+ * Every rejection is feature_not_supported (or wrong_object_type for a
+ * FROM item that is not a stream) and names the construct.
+ */
+void
+cv_analyze(Query *q, const char *querytext, List *aliases, CVPlan *plan)
+{
+	Node	   *volatile_node = NULL;
+	ListCell   *lc;
+	int			ncols = 0;
+
+	memset(plan, 0, sizeof(CVPlan));
+	plan->querytext = querytext;
+	/* FROM stream, stream_ext.hop(...): a copy reading the stream alone */
+	q = window_rewrite_hop(plan, q);
+	plan->query = q;
+
+	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view must be defined by a SELECT")));
+	if (q->setOperations)
+		not_supported(plan, "UNION, INTERSECT or EXCEPT", -1);
+	if (q->cteList)
+		not_supported(plan, "WITH", -1);
+	if (q->hasWindowFuncs)
+		not_supported(plan, "a window function", -1);
+	if (q->hasSubLinks)
+		not_supported(plan, "a subquery", -1);
+	if (q->hasTargetSRFs)
+		not_supported(plan, "a set-returning function in the select list", -1);
+	if (q->sortClause)
+		not_supported(plan, "ORDER BY", -1);
+	if (q->limitCount || q->limitOffset)
+		not_supported(plan, "LIMIT or OFFSET", exprLocation(q->limitCount ? q->limitCount : q->limitOffset));
+	if (q->hasDistinctOn)
+		not_supported(plan, "DISTINCT ON", -1);
+	if (q->distinctClause)
+		not_supported(plan, "SELECT DISTINCT", -1);
+	if (q->rowMarks)
+		not_supported(plan, "FOR UPDATE/SHARE", -1);
+	if (q->groupingSets)
+		not_supported(plan, "GROUPING SETS, ROLLUP or CUBE", -1);
+
+	/* one stream, maybe joined to tables (joins.c) */
+	plan->streamid = joins_check_from(q, querytext, "continuous view");
+
+	if (!q->hasAggs && q->groupClause == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view needs aggregates or GROUP BY"),
+				 errhint("Continuous transforms (views without aggregates) are not supported yet.")));
+
+	(void) find_volatile_walker((Node *) q, &volatile_node);
+	if (volatile_node != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("volatile functions are not supported in a continuous view"),
+				 errdetail("A continuous view must equal its query run over the stream; a volatile expression would differ at every evaluation."),
+				 error_position(querytext, exprLocation(volatile_node))));
+
+	/* group keys */
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+		CVKey	   *key = palloc0(sizeof(CVKey));
+
+		key->expr = tle->expr;
+		key->type = exprType((Node *) tle->expr);
+		key->typmod = exprTypmod((Node *) tle->expr);
+		key->collation = exprCollation((Node *) tle->expr);
+		key->colname = (!tle->resjunk && tle->resname) ? pstrdup(tle->resname) : NULL;
+		check_btree_type(plan, key->type, "GROUP BY expression", tle->expr);
+		plan->keys = lappend(plan->keys, key);
+	}
+	plan->keyless = (plan->keys == NIL);
+
+	/* aggregates, from the select list and HAVING */
+	(void) collect_aggs_walker((Node *) q->targetList, &plan->aggs);
+	(void) collect_aggs_walker(q->havingQual, &plan->aggs);
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		int			loc = agg->aggref->location;
+
+		if (is_count_distinct(agg->aggref))
+		{
+			Expr	   *arg = ((TargetEntry *) linitial(agg->aggref->args))->expr;
+
+			agg->is_distinct = true;
+			check_btree_type(plan, exprType((Node *) arg), "count(DISTINCT) argument", arg);
+			continue;
+		}
+		describe_agg_storage(agg->aggref, &agg->storage,
+							 (loc >= 0 && querytext) ?
+							 pg_mbstrlen_with_len(querytext, loc) + 1 : 0);
+	}
+
+	/* user-facing column names */
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (ncols < list_length(aliases))
+			plan->colnames = lappend(plan->colnames,
+									 makeString(pstrdup(strVal(list_nth(aliases, ncols)))));
+		else
+			plan->colnames = lappend(plan->colnames, makeString(pstrdup(tle->resname)));
+		ncols++;
+	}
+	if (list_length(aliases) > ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("CREATE VIEW specifies more column names than columns")));
+
+	cv_name_columns(plan);
+}
+
+/* pick a column name not used yet */
+static char *
+choose_name(const char *base, List **used)
+{
+	char	   *name = pstrdup(base);
+	int			n = 1;
+
+	for (;;)
+	{
+		ListCell   *lc;
+		bool		clash = false;
+
+		foreach(lc, *used)
+		{
+			if (strcmp(strVal(lfirst(lc)), name) == 0)
+			{
+				clash = true;
+				break;
+			}
+		}
+		if (!clash)
+			break;
+		name = psprintf("%.*s_%d", NAMEDATALEN - 8, base, ++n);
+	}
+	*used = lappend(*used, makeString(name));
+	return name;
+}
+
+void
+cv_name_columns(CVPlan *plan)
+{
+	List	   *used = list_make1(makeString(CV_SINGLE_COLUMN));
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		i++;
+		key->colname = choose_name(key->colname ? key->colname : psprintf("key_%d", i), &used);
+	}
+	i = 0;
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		char	   *aggname = get_func_name(agg->aggref->aggfnoid);
+
+		i++;
+		agg->colname = choose_name(psprintf("%s_%s_%d", agg->is_distinct ? "distinct" : "state",
+											aggname, i), &used);
+	}
+}
+
+/* ---- SQL generation ---------------------------------------------------- */
+
+char *
+type_sql(Oid type, int32 typmod, Oid collation)
+{
+	char	   *s = format_type_extended(type, typmod,
+										 FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+
+	if (OidIsValid(collation) && collation != get_typcollation(type))
+		s = psprintf("%s COLLATE %s", s, generate_collation_name(collation));
+	return s;
+}
+
+void
+append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	ListCell   *lc;
+	bool		first = true;
+
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		appendStringInfo(buf, "%s%s%s", first ? "" : ", ", prefix,
+						 quote_identifier(key->colname));
+		first = false;
+	}
+}
+
+char *
+cv_matrel_key_list(CVPlan *plan)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	if (plan->keyless)
+		appendStringInfoString(&buf, CV_SINGLE_COLUMN);
+	else
+		append_key_columns(&buf, plan, "");
+	return buf.data;
+}
+
+/*
+ * Wide keys.  A btree index entry holds at most ~2.7 kB, so a unique index
+ * on the group keys (or on a side table's keys and value) refuses a batch
+ * holding one wider value.  When a key (or the distinct value) is of a
+ * variable-width type, the table gets a column CV_KEY_HASH_COLUMN, a 64-bit
+ * hash of the keys (and value) chained through each type's extended hash
+ * function -- the one hash joins and hash indexes use, so values equal by
+ * the type's equality hash alike -- and is indexed on that instead:
+ *
+ * - the materialization: a unique index on the hash, the upsert's conflict
+ *	 target.  Its DO UPDATE rechecks the keys exactly and calls
+ *	 stream_ext.key_hash_collision(), which raises an error, if two
+ *	 different groups have the same hash: a collision never merges groups.
+ * - a count(DISTINCT) side table: a plain index on the hash; a (keys,
+ *	 value) pair is new if no row with its hash has equal keys and value.
+ *	 Exact whatever the hash; concurrent batches cannot both add the same
+ *	 pair because the maintenance statement has locked the group's row in
+ *	 the materialization first (cv_maintain_sql always locks when a side
+ *	 table is hashed) and the distinct statement runs with a fresh snapshot.
+ *
+ * The hash is stream_ext.key_hash() (aggsupport.c): each value hashed by
+ * its own type, with no cast that could depend on settings.  A hashed
+ * materialization also gets an index leading with the first key, for
+ * reads by key (WHERE url = ...) and TTL deletes: a hash index on the
+ * first key if it is variable-width (no size limit, equality only), else
+ * a btree on the leading fixed-width keys.
+ *
+ * Fixed-width keys keep the unique btree on the keys themselves (cheaper).
+ * Types without an extended hash function keep it too, and so do views
+ * created by an installation whose SQL objects predate stream_ext.key_hash
+ * (0.2 running this module before ALTER EXTENSION UPDATE).
+ */
+static Oid
+key_hash_func(Oid type)
+{
+	return lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc;
+}
+
+/* does the installed extension have stream_ext.key_hash("any", int8)? */
+static bool
+key_hash_installed(void)
+{
+	Oid			argtypes[2] = {ANYOID, INT8OID};
+
+	return OidIsValid(LookupFuncName(list_make2(makeString("stream_ext"),
+												makeString("key_hash")),
+									 2, argtypes, true));
+}
+
+/* do these types need a hash (some variable-width), and do they all have one? */
+static bool
+types_need_hash(List *types)
+{
+	ListCell   *lc;
+	bool		wide = false;
+
+	if (!key_hash_installed())
+		return false;
+
+	foreach(lc, types)
+	{
+		Oid			type = lfirst_oid(lc);
+
+		if (!OidIsValid(key_hash_func(type)))
+			return false;
+		wide |= (get_typlen(type) < 0);
+	}
+	return wide;
+}
+
+static List *
+key_types(CVPlan *plan)
+{
+	List	   *types = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->keys)
+		types = lappend_oid(types, ((CVKey *) lfirst(lc))->type);
+	return types;
+}
+
+static Expr *distinct_arg(CVAgg *agg);
+
+bool
+cv_matrel_hashed(CVPlan *plan)
+{
+	return !plan->keyless && types_need_hash(key_types(plan));
+}
+
+bool
+cv_auxrel_hashed(CVPlan *plan, CVAgg *agg)
+{
+	return types_need_hash(lappend_oid(key_types(plan),
+									   exprType((Node *) distinct_arg(agg))));
+}
+
+/* does any side table rely on the maintenance statement locking its groups? */
+static bool
+any_auxrel_hashed(CVPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct && cv_auxrel_hashed(plan, agg))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The hash of the values exprs (SQL expressions): h_n where h_0 = 0 and
+ * h_i = stream_ext.key_hash(expr_i, h_i-1), each value hashed by its own
+ * type (aggsupport.c), masked to stream_ext.debug_key_hash_bits bits if
+ * that is set.
+ */
+static void
+append_key_hash(StringInfo buf, List *exprs)
+{
+	StringInfoData h;
+	ListCell   *le;
+
+	initStringInfo(&h);
+	appendStringInfoString(&h, "0::pg_catalog.int8");
+	foreach(le, exprs)
+	{
+		char	   *prev = pstrdup(h.data);
+
+		resetStringInfo(&h);
+		appendStringInfo(&h, "stream_ext.key_hash((%s), %s)", (char *) lfirst(le), prev);
+	}
+	if (stream_ext_debug_key_hash_bits > 0)
+		appendStringInfo(buf, "(%s OPERATOR(pg_catalog.&) " INT64_FORMAT ")", h.data,
+						 (int64) ((UINT64CONST(1) << stream_ext_debug_key_hash_bits) - 1));
+	else
+		appendStringInfoString(buf, h.data);
+}
+
+/* the key columns of the plan, each with prefix */
+static List *
+key_column_refs(CVPlan *plan, const char *prefix)
+{
+	List	   *refs = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->keys)
+		refs = lappend(refs, psprintf("%s%s", prefix,
+									  quote_identifier(((CVKey *) lfirst(lc))->colname)));
+	return refs;
+}
+
+/* ROW(a.k1, ...) IS NOT DISTINCT FROM ROW(b.k1, ...) */
+static void
+append_rows_equal(StringInfo buf, List *a, List *b)
+{
+	ListCell   *la;
+	ListCell   *lb;
+
+	appendStringInfoString(buf, "ROW(");
+	foreach(la, a)
+		appendStringInfo(buf, "%s%s", foreach_current_index(la) > 0 ? ", " : "",
+						 (char *) lfirst(la));
+	appendStringInfoString(buf, ") IS NOT DISTINCT FROM ROW(");
+	foreach(lb, b)
+		appendStringInfo(buf, "%s%s", foreach_current_index(lb) > 0 ? ", " : "",
+						 (char *) lfirst(lb));
+	appendStringInfoChar(buf, ')');
+}
+
+/* the materialization's conflict target (and unique index columns) */
+static const char *
+matrel_conflict_target(CVPlan *plan)
+{
+	return cv_matrel_hashed(plan) ? CV_KEY_HASH_COLUMN : cv_matrel_key_list(plan);
+}
+
+/*
+ * SET clause item of a hashed materialization's DO UPDATE: the exact
+ * recheck of the keys of the row the hash found.
+ */
+static void
+append_key_recheck(StringInfo buf, CVPlan *plan, const char *matrel)
+{
+	appendStringInfo(buf, "%s = CASE WHEN ", CV_KEY_HASH_COLUMN);
+	append_rows_equal(buf, key_column_refs(plan, "m."), key_column_refs(plan, "excluded."));
+	appendStringInfo(buf, " THEN m.%s ELSE stream_ext.key_hash_collision(%s::pg_catalog.regclass) END",
+					 CV_KEY_HASH_COLUMN, quote_literal_cstr(matrel));
+}
+
+/* the materialization's key hash column, appended to its columns, or "" */
+char *
+cv_matrel_hash_column_sql(CVPlan *plan)
+{
+	return cv_matrel_hashed(plan) ? ", " CV_KEY_HASH_COLUMN " bigint NOT NULL" : "";
+}
+
+/*
+ * An index on rel for reads by key with no size limit when a key is of a
+ * variable-width type: a hash index on the first key if that one is
+ * variable-width (equality only), else a btree on the leading fixed-width
+ * keys.  When every key is fixed-width (or the first key's type has no
+ * hash opclass), the btree on all the keys followed by trailing (a column,
+ * or NULL).
+ */
+char *
+cv_key_lookup_index_sql(CVPlan *plan, const char *rel, const char *trailing)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	CVKey	   *first = linitial(plan->keys);
+
+	initStringInfo(&buf);
+	if (get_typlen(first->type) < 0 && OidIsValid(key_hash_func(first->type)))
+	{
+		appendStringInfo(&buf, "CREATE INDEX ON %s USING hash (%s)", rel,
+						 quote_identifier(first->colname));
+		return buf.data;
+	}
+	appendStringInfo(&buf, "CREATE INDEX ON %s (", rel);
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		if (get_typlen(key->type) < 0 && OidIsValid(key_hash_func(key->type)))
+			break;
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_identifier(key->colname));
+	}
+	if (lc == NULL && trailing != NULL)
+		appendStringInfo(&buf, ", %s", trailing);
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * CREATE [UNIQUE] INDEX statements of the materialization: the unique index
+ * and, if hashed, the index for reads by key (see "Wide keys")
+ */
+char *
+cv_matrel_index_sql(CVPlan *plan, const char *matrel)
+{
+	char	   *unique = psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
+								  matrel, matrel_conflict_target(plan));
+
+	if (!cv_matrel_hashed(plan))
+		return unique;
+	return psprintf("%s; %s", unique, cv_key_lookup_index_sql(plan, matrel, NULL));
+}
+
+/* CREATE [UNIQUE] INDEX statement of a count(DISTINCT) side table */
+char *
+cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel)
+{
+	if (cv_auxrel_hashed(plan, agg))
+		return psprintf("CREATE INDEX ON %s (%s)", auxrel, CV_KEY_HASH_COLUMN);
+	return psprintf("CREATE UNIQUE INDEX ON %s (%s%svalue) NULLS NOT DISTINCT",
+					auxrel, plan->keyless ? "" : cv_matrel_key_list(plan),
+					plan->keyless ? "" : ", ");
+}
+
+/* column definitions of the materialization table */
+char *
+cv_matrel_columns_sql(CVPlan *plan)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	if (plan->keyless)
+	{
+		appendStringInfoString(&buf, CV_SINGLE_COLUMN " boolean NOT NULL DEFAULT true CHECK (" CV_SINGLE_COLUMN ")");
+		first = false;
+	}
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		appendStringInfo(&buf, "%s%s %s", first ? "" : ", ",
+						 quote_identifier(key->colname),
+						 type_sql(key->type, key->typmod, key->collation));
+		first = false;
+	}
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct)
+			appendStringInfo(&buf, "%s%s bigint NOT NULL DEFAULT 0", first ? "" : ", ",
+							 quote_identifier(agg->colname));
+		else
+			appendStringInfo(&buf, "%s%s %s", first ? "" : ", ",
+							 quote_identifier(agg->colname),
+							 type_sql(agg->storage.statetype, -1,
+									  type_is_collatable(agg->storage.statetype) ?
+									  agg->aggref->inputcollid : InvalidOid));
+		first = false;
+	}
+	return buf.data;
+}
+
+static Expr *
+distinct_arg(CVAgg *agg)
+{
+	return ((TargetEntry *) linitial(agg->aggref->args))->expr;
+}
+
+/* column definitions of a count(DISTINCT) side table: keys, then value */
+char *
+cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	Expr	   *arg = distinct_arg(agg);
+
+	initStringInfo(&buf);
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		appendStringInfo(&buf, "%s %s, ", quote_identifier(key->colname),
+						 type_sql(key->type, key->typmod, key->collation));
+	}
+	appendStringInfo(&buf, "value %s NOT NULL",
+					 type_sql(exprType((Node *) arg), exprTypmod((Node *) arg),
+							  exprCollation((Node *) arg)));
+	if (cv_auxrel_hashed(plan, agg))
+		appendStringInfo(&buf, ", %s bigint NOT NULL", CV_KEY_HASH_COLUMN);
+	return buf.data;
+}
+
+/* an interval as a SQL literal: '...'::pg_catalog.interval */
+char *
+interval_sql_literal(const Interval *iv)
+{
+	return psprintf("%s::pg_catalog.interval",
+					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
+																		   IntervalPGetDatum(iv)))));
+}
+
+List *
+stream_context(CVPlan *plan)
+{
+	return joins_deparse_context(plan->query, plan->streamid);
+}
+
+void
+append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx)
+{
+	ListCell   *lc;
+	bool		first = true;
+
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		appendStringInfo(buf, "%s%s", first ? "" : ", ",
+						 deparse_expression((Node *) key->expr, ctx, true, false));
+		first = false;
+	}
+}
+
+static void
+append_positions(StringInfo buf, const char *clause, int n)
+{
+	if (n == 0)
+		return;
+	appendStringInfo(buf, " %s ", clause);
+	for (int i = 1; i <= n; i++)
+		appendStringInfo(buf, "%s%d", i > 1 ? ", " : "", i);
+}
+
+/*
+ * The expression merging two stored states.  In general that is
+ * stream_ext.combine(), which deserializes, calls the combine function in an
+ * aggregate context and serializes.  Built-in combine functions of scalar
+ * states (int8pl, float8pl, int4larger, ...) are plain functions: call them
+ * directly, with the strictness rule of nodeAgg.c -- a NULL side is
+ * ignored.  Array states (float8_combine, interval_combine, ...) may need
+ * the aggregate context and take the general path.
+ */
+static void
+append_combine(StringInfo buf, CVAgg *agg, const char *a, const char *b)
+{
+	Oid			fn = agg->storage.combinefn;
+	HeapTuple	tup;
+	Form_pg_proc proc;
+	char	   *call;
+
+	if (agg->storage.serialized ||
+		get_func_namespace(fn) != PG_CATALOG_NAMESPACE ||
+		OidIsValid(get_element_type(agg->storage.statetype)))
+	{
+		appendStringInfo(buf, "stream_ext.combine(%s, %s, %s::pg_catalog.regprocedure)",
+						 a, b,
+						 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)));
+		return;
+	}
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", fn);
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	if (proc->pronargs != 2)
+		elog(ERROR, "combine function %u does not take two arguments", fn);
+	call = psprintf("%s(%s, %s)",
+					quote_qualified_identifier(get_namespace_name(proc->pronamespace),
+											   NameStr(proc->proname)),
+					a, b);
+	if (proc->proisstrict)
+		appendStringInfo(buf, "CASE WHEN %s IS NULL THEN %s WHEN %s IS NULL THEN %s ELSE %s END",
+						 a, b, b, a, call);
+	else
+		appendStringInfoString(buf, call);
+	ReleaseSysCache(tup);
+}
+
+/*
+ * The per-batch statement: partial aggregation of the batch, merged into
+ * the materialization.  source is the relation read: the transition table
+ * (CV_NEW_ROWS) or, for the backfill, the stream itself.
+ */
+char *
+cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
+{
+	StringInfoData buf;
+	List	   *ctx = stream_context(plan);
+	ListCell   *lc;
+	bool		first;
+	bool		has_states = false;
+	Node	   *where = plan->query->jointree->quals;
+	bool		hashed = cv_matrel_hashed(plan);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "/* stream_ext maintenance */ INSERT INTO %s AS m (%s",
+					 matrel, cv_matrel_key_list(plan));
+	if (hashed)
+		appendStringInfo(&buf, ", %s", CV_KEY_HASH_COLUMN);
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (!agg->is_distinct)
+		{
+			appendStringInfo(&buf, ", %s", quote_identifier(agg->colname));
+			has_states = true;
+		}
+	}
+	appendStringInfoString(&buf, ") SELECT ");
+	if (plan->keyless)
+		appendStringInfoString(&buf, "true");
+	else
+		append_key_exprs(&buf, plan, ctx);
+	if (hashed)
+	{
+		List	   *exprs = NIL;
+
+		foreach(lc, plan->keys)
+			exprs = lappend(exprs, deparse_expression((Node *) ((CVKey *) lfirst(lc))->expr,
+													  ctx, true, false));
+		appendStringInfoString(&buf, ", ");
+		append_key_hash(&buf, exprs);
+	}
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (!agg->is_distinct)
+			appendStringInfo(&buf, ", stream_ext.partial(%s, NULL::%s)",
+							 deparse_expression((Node *) agg->aggref, ctx, true, false),
+							 format_type_extended(agg->storage.statetype, -1,
+												  FORMAT_TYPE_FORCE_QUALIFY));
+	}
+	appendStringInfo(&buf, " FROM %s", joins_from_sql(plan->query, ctx, source));
+	if (where)
+		appendStringInfo(&buf, " WHERE %s", deparse_expression(where, ctx, true, false));
+	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
+		appendStringInfo(&buf, " %s %s", where ? "AND" : "WHERE", plan->extra_batch_qual);
+	if (plan->keyless)
+		appendStringInfoString(&buf, " GROUP BY ()");	/* always one row */
+	append_positions(&buf, "GROUP BY", list_length(plan->keys));
+	append_positions(&buf, "ORDER BY", list_length(plan->keys));
+	appendStringInfo(&buf, " ON CONFLICT (%s) DO ", matrel_conflict_target(plan));
+	if (!has_states && !hashed && !any_auxrel_hashed(plan))
+		appendStringInfoString(&buf, "NOTHING");
+	else if (!has_states && !hashed)
+	{
+		/* lock the group's row for the hashed side tables (see above) */
+		const char *col = plan->keyless ? CV_SINGLE_COLUMN :
+			quote_identifier(((CVKey *) linitial(plan->keys))->colname);
+		appendStringInfo(&buf, "UPDATE SET %s = excluded.%s", col, col);
+	}
+	else
+	{
+		appendStringInfoString(&buf, "UPDATE SET ");
+		first = true;
+		if (hashed)
+		{
+			append_key_recheck(&buf, plan, matrel);
+			first = false;
+		}
+		foreach(lc, plan->aggs)
+		{
+			CVAgg	   *agg = lfirst(lc);
+			const char *col;
+
+			if (agg->is_distinct)
+				continue;
+			col = quote_identifier(agg->colname);
+			appendStringInfo(&buf, "%s%s = ", first ? "" : ", ", col);
+			append_combine(&buf, agg, psprintf("m.%s", col), psprintf("excluded.%s", col));
+			first = false;
+		}
+	}
+	return buf.data;
+}
+
+/*
+ * The per-batch statement of one count(DISTINCT x): record the batch's
+ * values not seen before in the group, and add their number to the count.
+ * Runs after cv_maintain_sql, which already locked every group's row.
+ */
+char *
+cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
+				const char *auxrel, const char *source)
+{
+	StringInfoData buf;
+	List	   *ctx = stream_context(plan);
+	Node	   *where = plan->query->jointree->quals;
+	char	   *arg = deparse_expression((Node *) distinct_arg(agg), ctx, true, false);
+	const char *col = quote_identifier(agg->colname);
+	bool		aux_hashed = cv_auxrel_hashed(plan, agg);
+	bool		hashed = cv_matrel_hashed(plan);
+	int			nkeys = list_length(plan->keys);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "/* stream_ext maintenance */ WITH new_values AS (INSERT INTO %s (", auxrel);
+	append_key_columns(&buf, plan, "");
+	appendStringInfo(&buf, "%svalue%s) ", plan->keyless ? "" : ", ",
+					 aux_hashed ? ", " CV_KEY_HASH_COLUMN : "");
+	if (aux_hashed)
+	{
+		/* the batch's distinct pairs d, with their hash, not yet in auxrel */
+		List	   *cols = NIL;
+
+		for (int i = 1; i <= nkeys; i++)
+			cols = lappend(cols, psprintf("d.k%d", i));
+		cols = lappend(cols, "d.v");
+		appendStringInfoString(&buf, "SELECT x.* FROM (SELECT d.*, ");
+		append_key_hash(&buf, cols);
+		appendStringInfoString(&buf, " AS h FROM (SELECT DISTINCT ");
+		for (int i = 1; i <= nkeys; i++)
+			appendStringInfo(&buf, "%s AS k%d, ",
+							 deparse_expression((Node *) ((CVKey *) list_nth(plan->keys, i - 1))->expr,
+												ctx, true, false), i);
+		appendStringInfo(&buf, "%s AS v", arg);
+	}
+	else
+	{
+		appendStringInfoString(&buf, "SELECT DISTINCT ");
+		append_key_exprs(&buf, plan, ctx);
+		appendStringInfo(&buf, "%s%s", plan->keyless ? "" : ", ", arg);
+	}
+	appendStringInfo(&buf, " FROM %s WHERE (%s) IS NOT NULL",
+					 joins_from_sql(plan->query, ctx, source), arg);
+	if (where)
+		appendStringInfo(&buf, " AND (%s)", deparse_expression(where, ctx, true, false));
+	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
+		appendStringInfo(&buf, " AND %s", plan->extra_batch_qual);
+	if (agg->aggref->aggfilter)
+		appendStringInfo(&buf, " AND (%s)",
+						 deparse_expression((Node *) agg->aggref->aggfilter, ctx, true, false));
+	if (aux_hashed)
+	{
+		List	   *stored = key_column_refs(plan, "e.");
+		List	   *xcols = NIL;
+
+		for (int i = 1; i <= nkeys; i++)
+			xcols = lappend(xcols, psprintf("x.k%d", i));
+		xcols = lappend(xcols, "x.v");
+		stored = lappend(stored, "e.value");
+		/*
+		 * A scalar subquery, not NOT EXISTS: the planner may turn an anti
+		 * join into a hash join over the whole side table, once per batch;
+		 * a scalar subquery stays an index probe per pair.
+		 */
+		appendStringInfo(&buf, ") d) x WHERE (SELECT true FROM %s e WHERE e.%s OPERATOR(pg_catalog.=) x.h AND ",
+						 auxrel, CV_KEY_HASH_COLUMN);
+		append_rows_equal(&buf, stored, xcols);
+		appendStringInfoString(&buf, " LIMIT 1) IS NULL RETURNING ");
+	}
+	else
+		appendStringInfoString(&buf, " ON CONFLICT DO NOTHING RETURNING ");
+	if (plan->keyless)
+		appendStringInfoString(&buf, "1");
+	else
+		append_key_columns(&buf, plan, "");
+	appendStringInfo(&buf, ") INSERT INTO %s AS m (%s%s, %s) SELECT ",
+					 matrel, cv_matrel_key_list(plan),
+					 hashed ? ", " CV_KEY_HASH_COLUMN : "", col);
+	if (plan->keyless)
+		appendStringInfoString(&buf, "true, pg_catalog.count(*) FROM new_values HAVING pg_catalog.count(*) > 0");
+	else
+	{
+		append_key_columns(&buf, plan, "");
+		if (hashed)
+		{
+			appendStringInfoString(&buf, ", ");
+			append_key_hash(&buf, key_column_refs(plan, ""));
+		}
+		appendStringInfoString(&buf, ", pg_catalog.count(*) FROM new_values");
+		append_positions(&buf, "GROUP BY", nkeys);
+		append_positions(&buf, "ORDER BY", nkeys);
+	}
+	appendStringInfo(&buf, " ON CONFLICT (%s) DO UPDATE SET ", matrel_conflict_target(plan));
+	if (hashed)
+	{
+		append_key_recheck(&buf, plan, matrel);
+		appendStringInfoString(&buf, ", ");
+	}
+	appendStringInfo(&buf, "%s = m.%s OPERATOR(pg_catalog.+) excluded.%s", col, col, col);
+	return buf.data;
+}
+
+/* ---- the user-facing view ---------------------------------------------- */
+
+typedef struct OuterContext
+{
+	CVPlan	   *plan;
+	Oid			finalize_oid;
+	Oid			matrelid;
+} OuterContext;
+
+static Var *
+matrel_var(OuterContext *ctx, const char *colname, Oid type, int32 typmod,
+		   Oid collation)
+{
+	AttrNumber	attno = get_attnum(ctx->matrelid, colname);
+
+	if (attno == InvalidAttrNumber)
+		elog(ERROR, "materialization column \"%s\" not found", colname);
+	return makeVar(1, attno, type, typmod, collation, 0);
+}
+
+/* replace group keys and aggregates by what the materialization holds */
+static Node *
+outer_mutator(Node *node, OuterContext *ctx)
+{
+	ListCell   *lc;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, ctx->plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		if (equal(node, key->expr))
+			return (Node *) matrel_var(ctx, key->colname, key->type, key->typmod,
+									   key->collation);
+	}
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *aggref = (Aggref *) node;
+
+		foreach(lc, ctx->plan->aggs)
+		{
+			CVAgg	   *agg = lfirst(lc);
+			Var		   *state;
+			FuncExpr   *fin;
+
+			if (!equal(agg->aggref, aggref))
+				continue;
+			if (agg->is_distinct)
+				return (Node *) matrel_var(ctx, agg->colname, INT8OID, -1, InvalidOid);
+			state = matrel_var(ctx, agg->colname, agg->storage.statetype, -1,
+							   type_is_collatable(agg->storage.statetype) ?
+							   aggref->inputcollid : InvalidOid);
+			if (agg->storage.direct)
+				return (Node *) state;
+			fin = makeFuncExpr(ctx->finalize_oid, aggref->aggtype,
+							   list_make3(state,
+										  makeConst(REGPROCEDUREOID, -1, InvalidOid,
+													sizeof(Oid),
+													ObjectIdGetDatum(aggref->aggfnoid),
+													false, true),
+										  makeNullConst(aggref->aggtype, -1,
+														aggref->aggcollid)),
+							   aggref->aggcollid, aggref->inputcollid,
+							   COERCE_EXPLICIT_CALL);
+			return (Node *) fin;
+		}
+		elog(ERROR, "aggregate not found in continuous view plan");
+	}
+	if (IsA(node, Var))
+		elog(ERROR, "ungrouped column in continuous view select list");
+	return expression_tree_mutator(node, outer_mutator, (void *) ctx);
+}
+
+/* SELECT ... FROM matrel m [WHERE having] */
+char *
+cv_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
+{
+	StringInfoData buf;
+	OuterContext ctx;
+	List	   *dctx = deparse_context_for("m", matrelid);
+	ListCell   *lc;
+	ListCell   *name = list_head(plan->colnames);
+	bool		first = true;
+	List	   *fname = list_make2(makeString("stream_ext"), makeString("finalize"));
+	Oid			argtypes[3] = {ANYOID, REGPROCEDUREOID, ANYCOMPATIBLEOID};
+
+	ctx.plan = plan;
+	ctx.matrelid = matrelid;
+	ctx.finalize_oid = LookupFuncName(fname, 3, argtypes, false);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	foreach(lc, plan->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *expr;
+
+		if (tle->resjunk)
+			continue;
+		expr = outer_mutator((Node *) tle->expr, &ctx);
+		appendStringInfo(&buf, "%s%s AS %s", first ? "" : ", ",
+						 deparse_expression(expr, dctx, true, false),
+						 quote_identifier(strVal(lfirst(name))));
+		name = lnext(plan->colnames, name);
+		first = false;
+	}
+	if (plan->extra_outer_columns)
+		appendStringInfo(&buf, ", %s", plan->extra_outer_columns);
+	appendStringInfo(&buf, " FROM %s m", matrel);
+	if (plan->query->havingQual)
+		appendStringInfo(&buf, " WHERE %s",
+						 deparse_expression(outer_mutator(plan->query->havingQual, &ctx),
+											dctx, true, false));
+	return buf.data;
+}

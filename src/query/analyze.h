@@ -1,0 +1,90 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze.h
+ *	  Query analysis and rewrite for continuous views: which queries can be
+ *	  maintained incrementally, and the SQL that creates, maintains and
+ *	  reads their materialization.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_ANALYZE_H
+#define STREAM_EXT_ANALYZE_H
+
+#include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
+#include "nodes/parsenodes.h"
+
+#include "query/aggsupport.h"
+
+/* a GROUP BY key of a continuous view */
+typedef struct CVKey
+{
+	Expr	   *expr;			/* over the stream (varno 1) */
+	char	   *colname;		/* its column in the materialization */
+	Oid			type;
+	int32		typmod;
+	Oid			collation;
+} CVKey;
+
+/* an aggregate of a continuous view */
+typedef struct CVAgg
+{
+	Aggref	   *aggref;
+	bool		is_distinct;	/* count(DISTINCT x): kept in a side table */
+	AggStorage	storage;		/* when !is_distinct */
+	char	   *colname;		/* state (or distinct count) column */
+	char	   *auxrel;			/* side table name, when is_distinct */
+} CVAgg;
+
+/* everything CREATE VIEW ... WITH (continuous) needs to know */
+typedef struct CVPlan
+{
+	Query	   *query;			/* analyzed user query */
+	const char *querytext;		/* for error positions */
+	Oid			streamid;
+	List	   *keys;			/* CVKey */
+	List	   *aggs;			/* CVAgg */
+	bool		keyless;		/* no GROUP BY: a single row */
+	List	   *colnames;		/* user-facing column names (String) */
+	const char *extra_batch_qual;	/* ANDed to the batch's WHERE (SQL
+									 * over alias s), e.g. late rows */
+	const char *extra_outer_columns;	/* appended to the view's select
+										 * list, e.g. session bounds */
+	struct CVWindow *window;	/* time window (windows/windows.h), or NULL */
+} CVPlan;
+
+#define CV_SINGLE_COLUMN "_single"
+#define CV_NEW_ROWS "stream_ext_new"
+/* 64-bit hash of wide group keys (analyze.c: "Wide keys") */
+#define CV_KEY_HASH_COLUMN "stream_ext_key_hash"
+
+extern void cv_analyze(Query *query, const char *querytext, List *aliases,
+					   CVPlan *plan);
+extern void cv_name_columns(CVPlan *plan);
+
+/* pieces of SQL generation, shared with windows/sessions.c */
+extern char *type_sql(Oid type, int32 typmod, Oid collation);
+extern void append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix);
+extern List *stream_context(CVPlan *plan);
+extern char *interval_sql_literal(const Interval *iv);
+extern void append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx);
+
+/* SQL text, generated with search_path pinned to pg_catalog */
+extern char *cv_matrel_columns_sql(CVPlan *plan);
+extern char *cv_matrel_key_list(CVPlan *plan);
+extern char *cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg);
+extern bool cv_matrel_hashed(CVPlan *plan);
+extern bool cv_auxrel_hashed(CVPlan *plan, CVAgg *agg);
+extern char *cv_matrel_hash_column_sql(CVPlan *plan);
+extern char *cv_matrel_index_sql(CVPlan *plan, const char *matrel);
+extern char *cv_key_lookup_index_sql(CVPlan *plan, const char *rel,
+									 const char *trailing);
+extern char *cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel);
+extern char *cv_maintain_sql(CVPlan *plan, const char *matrel,
+							 const char *source);
+extern char *cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
+							 const char *auxrel, const char *source);
+extern char *cv_view_select_sql(CVPlan *plan, Oid matrelid,
+								const char *matrel);
+
+#endif							/* STREAM_EXT_ANALYZE_H */
