@@ -899,13 +899,23 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 					 aux_hashed ? ", " CV_KEY_HASH_COLUMN : "");
 	if (aux_hashed)
 	{
-		/* the batch's distinct pairs d, with their hash, not yet in auxrel */
+		/*
+		 * the batch's distinct pairs d, with their hash, not yet in auxrel
+		 * (columns named one by one: catalog_column_user() takes a
+		 * whole-row reference for a use of every stream column)
+		 */
 		List	   *cols = NIL;
 
 		for (int i = 1; i <= nkeys; i++)
 			cols = lappend(cols, psprintf("d.k%d", i));
 		cols = lappend(cols, "d.v");
-		appendStringInfoString(&buf, "SELECT x.* FROM (SELECT d.*, ");
+		appendStringInfoString(&buf, "SELECT ");
+		for (int i = 1; i <= nkeys; i++)
+			appendStringInfo(&buf, "x.k%d, ", i);
+		appendStringInfoString(&buf, "x.v, x.h FROM (SELECT ");
+		for (int i = 1; i <= nkeys; i++)
+			appendStringInfo(&buf, "d.k%d, ", i);
+		appendStringInfoString(&buf, "d.v, ");
 		append_key_hash(&buf, cols);
 		appendStringInfoString(&buf, " AS h FROM (SELECT DISTINCT ");
 		for (int i = 1; i <= nkeys; i++)
