@@ -779,6 +779,20 @@ catalog_set_stream_retention(Oid relid, Interval *retention)
 	catalog_end_write(save_userid, save_sec);
 }
 
+/*
+ * Does the one argument of trigger tg name relation rel?  Compared as the
+ * schema-qualified name the trigger was created with, not with
+ * to_regclass(), which would need USAGE on the schema of every view of the
+ * stream, some of which may belong to other roles.
+ */
+#define TRIGGER_ARG_NAMES(tg, rel) \
+	"pg_catalog.convert_from(pg_catalog.substring(" tg ".tgargs, 1," \
+	"  pg_catalog.length(" tg ".tgargs) - 1), pg_catalog.current_setting('server_encoding'))" \
+	" OPERATOR(pg_catalog.=) (SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'" \
+	"   OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)" \
+	"  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace" \
+	" WHERE c.oid = " rel ")"
+
 /* the dependencies of a stream's transforms, for catalog_restore_dependencies() */
 static const char *transform_dependencies =
 		"  UNION ALL"
@@ -796,9 +810,7 @@ static const char *transform_dependencies =
 		"   WHERE t.stream = $1 AND p.proname = 'transform'"
 		"     AND p.pronamespace = 'stream_ext'::pg_catalog.regnamespace"
 		"     AND g.tgnargs = 1"
-		"     AND pg_catalog.to_regclass(pg_catalog.convert_from(pg_catalog.substring(g.tgargs, 1,"
-		"           pg_catalog.length(g.tgargs) - 1), pg_catalog.current_setting('server_encoding')))"
-		"         OPERATOR(pg_catalog.=) t.transform";
+		"     AND " TRIGGER_ARG_NAMES("g", "t.transform");
 
 /*
  * Record the dependencies of a stream and of its continuous views that are
@@ -843,9 +855,7 @@ catalog_restore_dependencies(Oid streamid)
 		"   WHERE p.proname = 'maintain'"
 		"     AND p.pronamespace = 'stream_ext'::pg_catalog.regnamespace"
 		"     AND t.tgnargs = 1"
-		"     AND pg_catalog.to_regclass(pg_catalog.convert_from(pg_catalog.substring(t.tgargs, 1,"
-		"           pg_catalog.length(t.tgargs) - 1), pg_catalog.current_setting('server_encoding')))"
-		"         OPERATOR(pg_catalog.=) v.matrel"
+		"     AND " TRIGGER_ARG_NAMES("t", "v.matrel")
 		"%s"
 		"  UNION ALL"
 		"  SELECT 'pg_catalog.pg_class', s.stream::pg_catalog.oid, 'pg_catalog.pg_extension', e.oid, 'n'"

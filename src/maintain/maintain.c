@@ -321,8 +321,7 @@ get_entry(Trigger *trigger)
 	release_entry(entry);
 	if (trigger->tgnargs != 1)
 		elog(ERROR, "stream_ext.maintain() needs the materialization as its argument");
-	matrelid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
-								NoLock, true);
+	matrelid = relid_from_trigger_arg(trigger->tgargs[0]);
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext view",
 									   ALLOCSET_SMALL_SIZES);
 	if (!OidIsValid(matrelid) ||

@@ -672,8 +672,7 @@ transform_entry(Trigger *trigger)
 
 	if (trigger->tgnargs != 1)
 		elog(ERROR, "stream_ext.transform() needs the transform as its argument");
-	viewid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
-							  NoLock, true);
+	viewid = relid_from_trigger_arg(trigger->tgargs[0]);
 	values[0] = ObjectIdGetDatum(viewid);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
 	catalog_read_latest_begin();
