@@ -1,0 +1,158 @@
+-- REVOKE and the objects other roles attach to a stream (docs/security.md).
+-- A reader's continuous view, transform or Kafka sink is maintained as the
+-- reader, checked at every batch: when the reader loses a privilege, it
+-- stops receiving rows and is marked invalid (reading it raises 42501), and
+-- the stream's owner keeps inserting.  Nothing a reader builds can block
+-- the owner's inserts, and the owner can always drop a sink on its stream.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
+CREATE ROLE owner_r;
+CREATE ROLE reader_r;
+CREATE SCHEMA se19 AUTHORIZATION owner_r;
+-- the reader's own schema, which the stream's owner cannot use
+CREATE SCHEMA se19_r AUTHORIZATION reader_r;
+GRANT USAGE ON SCHEMA se19 TO reader_r;
+
+SET ROLE owner_r;
+SELECT stream_ext.create_stream('se19.ev', 'k text, v int, w int');
+CREATE TABLE se19.dim (k text PRIMARY KEY, label text);
+INSERT INTO se19.dim VALUES ('a', 'A'), ('b', 'B');
+INSERT INTO se19.ev VALUES ('a', 1, 10);
+GRANT SELECT ON se19.ev, se19.dim TO reader_r;
+RESET ROLE;
+
+SET ROLE reader_r;
+CREATE VIEW se19_r.counts WITH (continuous) AS
+  SELECT k, count(*) AS n, sum(v) AS s FROM se19.ev GROUP BY k;
+CREATE VIEW se19_r.labelled WITH (continuous) AS
+  SELECT d.label, count(*) AS n FROM se19.ev e JOIN se19.dim d ON d.k = e.k GROUP BY d.label;
+CREATE VIEW se19_r.copy WITH (continuous) AS SELECT k, v FROM se19.ev;
+SELECT stream_ext.create_kafka_sink('se19_sink', 'se19.ev', 'localhost:9', 'out');
+RESET ROLE;
+
+-- 3a: the owner inserts although it cannot use the reader's schema
+SET ROLE owner_r;
+INSERT INTO se19.ev VALUES ('a', 2, 20), ('b', 3, 30);
+COPY se19.ev (k, v, w) FROM stdin;
+b	4	40
+\.
+RESET ROLE;
+SET ROLE reader_r;
+SELECT * FROM se19_r.counts ORDER BY k;
+SELECT * FROM se19_r.labelled ORDER BY label;
+SELECT * FROM se19_r.copy ORDER BY k, v;
+RESET ROLE;
+SELECT count(*) AS queued FROM stream_ext.sink_queue q
+  JOIN stream_ext.kafka_sinks s ON s.id = q.sink WHERE s.name = 'se19_sink';
+
+-- 2: the owner revokes SELECT on the dimension table: the joined view is
+-- invalid, the others go on
+SET ROLE owner_r;
+REVOKE SELECT ON se19.dim FROM reader_r;
+INSERT INTO se19.ev VALUES ('a', 5, 50);
+RESET ROLE;
+SET ROLE reader_r;
+SELECT * FROM se19_r.labelled ORDER BY label;
+SELECT * FROM se19_r.counts ORDER BY k;
+RESET ROLE;
+
+-- ... then SELECT on the stream: the view, the transform and the sink stop
+-- receiving rows, and every insert succeeds
+SET ROLE owner_r;
+REVOKE SELECT ON se19.ev FROM reader_r;
+INSERT INTO se19.ev VALUES ('a', 100, 1000);
+INSERT INTO se19.ev VALUES ('c', 100, 1000);
+COPY se19.ev (k, v, w) FROM stdin;
+c	100	1000
+\.
+SELECT count(*) FROM se19.ev;
+RESET ROLE;
+SET ROLE reader_r;
+SELECT * FROM se19_r.counts ORDER BY k;
+SELECT * FROM se19_r.copy ORDER BY k, v;
+SELECT k, n FROM se19_r.counts WHERE k = 'a';
+EXPLAIN (COSTS OFF) SELECT * FROM se19_r.counts WHERE k = 'a';
+RESET ROLE;
+-- the materializations did not receive the rows
+SELECT k FROM se19_r.counts_mrel ORDER BY k;
+SELECT count(*) FROM se19_r.copy_mrel;
+SELECT count(*) AS queued FROM stream_ext.sink_queue q
+  JOIN stream_ext.kafka_sinks s ON s.id = q.sink WHERE s.name = 'se19_sink';
+-- where it shows
+SELECT view, valid, invalid_reason FROM stream_ext.view_stats
+ WHERE view::text LIKE 'se19_r.%' ORDER BY view::text;
+SELECT name, valid, invalid_reason FROM stream_ext.transforms WHERE name = 'se19_r.copy'::regclass;
+SELECT object, kind, reason FROM stream_ext.invalid_objects ORDER BY object::text;
+SELECT sink, state, last_error FROM stream_ext.sink_status WHERE sink = 'se19_sink';
+
+-- granting SELECT back does not revive them: they missed rows (a new
+-- session sees the same)
+\c -
+SET ROLE owner_r;
+GRANT SELECT ON se19.ev, se19.dim TO reader_r;
+INSERT INTO se19.ev VALUES ('a', 1, 1);
+RESET ROLE;
+SET ROLE reader_r;
+SELECT * FROM se19_r.counts ORDER BY k;
+-- rebuilt, a view is whole again and valid
+DROP VIEW se19_r.counts;
+CREATE VIEW se19_r.counts WITH (continuous) AS
+  SELECT k, count(*) AS n, sum(v) AS s FROM se19.ev GROUP BY k;
+SELECT * FROM se19_r.counts ORDER BY k;
+RESET ROLE;
+SELECT object FROM stream_ext.invalid_objects ORDER BY object::text;
+SELECT view, valid FROM stream_ext.view_stats WHERE view = 'se19_r.counts'::regclass;
+
+-- column privileges: a view reading only k survives losing v; one
+-- reading v does not
+SET ROLE owner_r;
+REVOKE SELECT ON se19.ev FROM reader_r;
+GRANT SELECT (k, v) ON se19.ev TO reader_r;
+RESET ROLE;
+SET ROLE reader_r;
+DROP VIEW se19_r.counts;
+CREATE VIEW se19_r.by_k WITH (continuous) AS SELECT k, count(*) AS n FROM se19.ev GROUP BY k;
+CREATE VIEW se19_r.sum_v WITH (continuous) AS SELECT k, sum(v) AS s FROM se19.ev GROUP BY k;
+RESET ROLE;
+SET ROLE owner_r;
+REVOKE SELECT (v) ON se19.ev FROM reader_r;
+INSERT INTO se19.ev VALUES ('d', 1, 1);
+RESET ROLE;
+SET ROLE reader_r;
+SELECT * FROM se19_r.by_k WHERE k = 'd';
+SELECT * FROM se19_r.sum_v WHERE k = 'd';
+RESET ROLE;
+
+-- 3b: the reader's sink neither blocks the owner's inserts nor stays
+-- against the owner's will: the stream's owner may stop and drop it
+SET ROLE owner_r;
+SELECT stream_ext.stop_sink('se19_sink');
+SELECT stream_ext.drop_sink('se19_sink');
+INSERT INTO se19.ev VALUES ('e', 1, 1);
+RESET ROLE;
+SELECT count(*) AS sinks FROM stream_ext.kafka_sinks WHERE name = 'se19_sink';
+-- others still cannot
+CREATE ROLE other_r;
+GRANT SELECT ON se19.ev TO reader_r;
+SET ROLE reader_r;
+SELECT stream_ext.create_kafka_sink('se19_sink2', 'se19.ev', 'localhost:9', 'out');
+RESET ROLE;
+SET ROLE other_r;
+SELECT stream_ext.drop_sink('se19_sink2');
+RESET ROLE;
+-- a sink marked failed queues nothing until its owner starts it again
+REVOKE SELECT ON se19.ev FROM reader_r;
+INSERT INTO se19.ev VALUES ('f', 1, 1);
+GRANT SELECT ON se19.ev TO reader_r;
+INSERT INTO se19.ev VALUES ('f', 2, 2);
+SELECT s.state, count(q.seq) AS queued FROM stream_ext.kafka_sinks s
+  LEFT JOIN stream_ext.sink_queue q ON q.sink = s.id WHERE s.name = 'se19_sink2' GROUP BY s.state;
+SELECT stream_ext.drop_sink('se19_sink2');
+
+DROP SCHEMA se19_r CASCADE;
+DROP SCHEMA se19 CASCADE;
+DROP ROLE owner_r;
+DROP ROLE reader_r;
+DROP ROLE other_r;
+SELECT count(*) AS invalid FROM stream_ext.invalid_objects;
