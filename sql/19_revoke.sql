@@ -12,7 +12,7 @@ CREATE ROLE reader_r;
 CREATE SCHEMA se19 AUTHORIZATION owner_r;
 -- the reader's own schema, which the stream's owner cannot use
 CREATE SCHEMA se19_r AUTHORIZATION reader_r;
-GRANT USAGE ON SCHEMA se19 TO reader_r;
+GRANT USAGE, CREATE ON SCHEMA se19 TO reader_r;
 
 SET ROLE owner_r;
 SELECT stream_ext.create_stream('se19.ev', 'k text, v int, w int');
@@ -22,16 +22,14 @@ INSERT INTO se19.ev VALUES ('a', 1, 10);
 GRANT SELECT ON se19.ev, se19.dim TO reader_r;
 RESET ROLE;
 
+-- 3a: a view and a transform in the reader's own schema: the owner
+-- inserts although it cannot use that schema
 SET ROLE reader_r;
-CREATE VIEW se19_r.counts WITH (continuous) AS
-  SELECT k, count(*) AS n, sum(v) AS s FROM se19.ev GROUP BY k;
-CREATE VIEW se19_r.labelled WITH (continuous) AS
-  SELECT d.label, count(*) AS n FROM se19.ev e JOIN se19.dim d ON d.k = e.k GROUP BY d.label;
-CREATE VIEW se19_r.copy WITH (continuous) AS SELECT k, v FROM se19.ev;
-SELECT stream_ext.create_kafka_sink('se19_sink', 'se19.ev', 'localhost:9', 'out');
+CREATE VIEW se19_r.hidden WITH (continuous) AS SELECT k, count(*) AS n FROM se19.ev GROUP BY k;
+CREATE VIEW se19_r.hidden_rows WITH (continuous) AS SELECT k, v FROM se19.ev;
+-- ... and a second view on the same stream can still be created
+CREATE VIEW se19_r.hidden2 WITH (continuous) AS SELECT count(*) AS n FROM se19.ev;
 RESET ROLE;
-
--- 3a: the owner inserts although it cannot use the reader's schema
 SET ROLE owner_r;
 INSERT INTO se19.ev VALUES ('a', 2, 20), ('b', 3, 30);
 COPY se19.ev (k, v, w) FROM stdin;
@@ -39,12 +37,22 @@ b	4	40
 \.
 RESET ROLE;
 SET ROLE reader_r;
-SELECT * FROM se19_r.counts ORDER BY k;
-SELECT * FROM se19_r.labelled ORDER BY label;
-SELECT * FROM se19_r.copy ORDER BY k, v;
+SELECT * FROM se19_r.hidden ORDER BY k;
+SELECT * FROM se19_r.hidden_rows ORDER BY k, v;
+SELECT * FROM se19_r.hidden2;
+DROP VIEW se19_r.hidden, se19_r.hidden_rows, se19_r.hidden2;
 RESET ROLE;
-SELECT count(*) AS queued FROM stream_ext.sink_queue q
-  JOIN stream_ext.kafka_sinks s ON s.id = q.sink WHERE s.name = 'se19_sink';
+
+-- 2: a reader's continuous views (one joining a table) and transform
+SET ROLE reader_r;
+CREATE VIEW se19.counts WITH (continuous) AS
+  SELECT k, count(*) AS n, sum(v) AS s FROM se19.ev GROUP BY k;
+CREATE VIEW se19.labelled WITH (continuous) AS
+  SELECT d.label, count(*) AS n FROM se19.ev e JOIN se19.dim d ON d.k = e.k GROUP BY d.label;
+CREATE VIEW se19.copy WITH (continuous) AS SELECT k, v FROM se19.ev;
+SELECT * FROM se19.counts ORDER BY k;
+SELECT * FROM se19.labelled ORDER BY label;
+RESET ROLE;
 
 -- 2: the owner revokes SELECT on the dimension table: the joined view is
 -- invalid, the others go on
@@ -53,11 +61,27 @@ REVOKE SELECT ON se19.dim FROM reader_r;
 INSERT INTO se19.ev VALUES ('a', 5, 50);
 RESET ROLE;
 SET ROLE reader_r;
-SELECT * FROM se19_r.labelled ORDER BY label;
-SELECT * FROM se19_r.counts ORDER BY k;
+SELECT * FROM se19.labelled ORDER BY label;
+SELECT * FROM se19.counts ORDER BY k;
 RESET ROLE;
 
--- ... then SELECT on the stream: the view, the transform and the sink stop
+-- a transform into the owner's output stream: INSERT on it revoked
+SET ROLE owner_r;
+SELECT stream_ext.create_stream('se19.out_s', 'k text');
+GRANT INSERT ON se19.out_s TO reader_r;
+RESET ROLE;
+SET ROLE reader_r;
+CREATE VIEW se19.fwd WITH (continuous, output_stream = 'se19.out_s') AS SELECT k FROM se19.ev;
+RESET ROLE;
+SET ROLE owner_r;
+INSERT INTO se19.ev VALUES ('b', 6, 60);
+REVOKE INSERT ON se19.out_s FROM reader_r;
+INSERT INTO se19.ev VALUES ('b', 7, 70);
+SELECT k FROM se19.out_s;
+RESET ROLE;
+SELECT name, valid, invalid_reason FROM stream_ext.transforms WHERE name = 'se19.fwd'::regclass;
+
+-- ... then SELECT on the stream: the view and the transform stop
 -- receiving rows, and every insert succeeds
 SET ROLE owner_r;
 REVOKE SELECT ON se19.ev FROM reader_r;
@@ -69,22 +93,19 @@ c	100	1000
 SELECT count(*) FROM se19.ev;
 RESET ROLE;
 SET ROLE reader_r;
-SELECT * FROM se19_r.counts ORDER BY k;
-SELECT * FROM se19_r.copy ORDER BY k, v;
-SELECT k, n FROM se19_r.counts WHERE k = 'a';
-EXPLAIN (COSTS OFF) SELECT * FROM se19_r.counts WHERE k = 'a';
+SELECT * FROM se19.counts ORDER BY k;
+SELECT * FROM se19.copy ORDER BY k, v;
+SELECT k, n FROM se19.counts WHERE k = 'a';
+EXPLAIN (COSTS OFF) SELECT * FROM se19.counts WHERE k = 'a';
 RESET ROLE;
 -- the materializations did not receive the rows
-SELECT k FROM se19_r.counts_mrel ORDER BY k;
-SELECT count(*) FROM se19_r.copy_mrel;
-SELECT count(*) AS queued FROM stream_ext.sink_queue q
-  JOIN stream_ext.kafka_sinks s ON s.id = q.sink WHERE s.name = 'se19_sink';
+SELECT k FROM se19.counts_mrel ORDER BY k;
+SELECT count(*) FROM se19.copy_mrel;
 -- where it shows
 SELECT view, valid, invalid_reason FROM stream_ext.view_stats
- WHERE view::text LIKE 'se19_r.%' ORDER BY view::text;
-SELECT name, valid, invalid_reason FROM stream_ext.transforms WHERE name = 'se19_r.copy'::regclass;
+ WHERE view::text LIKE 'se19.%' ORDER BY view::text;
+SELECT name, valid, invalid_reason FROM stream_ext.transforms WHERE name = 'se19.copy'::regclass;
 SELECT object, kind, reason FROM stream_ext.invalid_objects ORDER BY object::text;
-SELECT sink, state, last_error FROM stream_ext.sink_status WHERE sink = 'se19_sink';
 
 -- granting SELECT back does not revive them: they missed rows (a new
 -- session sees the same)
@@ -94,15 +115,15 @@ GRANT SELECT ON se19.ev, se19.dim TO reader_r;
 INSERT INTO se19.ev VALUES ('a', 1, 1);
 RESET ROLE;
 SET ROLE reader_r;
-SELECT * FROM se19_r.counts ORDER BY k;
+SELECT * FROM se19.counts ORDER BY k;
 -- rebuilt, a view is whole again and valid
-DROP VIEW se19_r.counts;
-CREATE VIEW se19_r.counts WITH (continuous) AS
+DROP VIEW se19.counts;
+CREATE VIEW se19.counts WITH (continuous) AS
   SELECT k, count(*) AS n, sum(v) AS s FROM se19.ev GROUP BY k;
-SELECT * FROM se19_r.counts ORDER BY k;
+SELECT * FROM se19.counts ORDER BY k;
 RESET ROLE;
 SELECT object FROM stream_ext.invalid_objects ORDER BY object::text;
-SELECT view, valid FROM stream_ext.view_stats WHERE view = 'se19_r.counts'::regclass;
+SELECT view, valid FROM stream_ext.view_stats WHERE view = 'se19.counts'::regclass;
 
 -- column privileges: a view reading only k survives losing v; one
 -- reading v does not
@@ -111,44 +132,56 @@ REVOKE SELECT ON se19.ev FROM reader_r;
 GRANT SELECT (k, v) ON se19.ev TO reader_r;
 RESET ROLE;
 SET ROLE reader_r;
-DROP VIEW se19_r.counts;
-CREATE VIEW se19_r.by_k WITH (continuous) AS SELECT k, count(*) AS n FROM se19.ev GROUP BY k;
-CREATE VIEW se19_r.sum_v WITH (continuous) AS SELECT k, sum(v) AS s FROM se19.ev GROUP BY k;
+DROP VIEW se19.counts;
+CREATE VIEW se19.by_k WITH (continuous) AS SELECT k, count(*) AS n FROM se19.ev GROUP BY k;
+CREATE VIEW se19.sum_v WITH (continuous) AS SELECT k, sum(v) AS s FROM se19.ev GROUP BY k;
 RESET ROLE;
 SET ROLE owner_r;
 REVOKE SELECT (v) ON se19.ev FROM reader_r;
 INSERT INTO se19.ev VALUES ('d', 1, 1);
 RESET ROLE;
 SET ROLE reader_r;
-SELECT * FROM se19_r.by_k WHERE k = 'd';
-SELECT * FROM se19_r.sum_v WHERE k = 'd';
+SELECT * FROM se19.by_k WHERE k = 'd';
+SELECT * FROM se19.sum_v WHERE k = 'd';
 RESET ROLE;
 
--- 3b: the reader's sink neither blocks the owner's inserts nor stays
--- against the owner's will: the stream's owner may stop and drop it
+-- 3b: a reader's Kafka sink neither blocks the owner's inserts nor stays
+-- against the owner's will
+SET ROLE owner_r;
+SELECT stream_ext.create_stream('se19.ev2', 'k text');
+GRANT SELECT ON se19.ev2 TO reader_r;
+RESET ROLE;
+SET ROLE reader_r;
+SELECT stream_ext.create_kafka_sink('se19_sink', 'se19.ev2', 'localhost:9', 'out');
+RESET ROLE;
+SET ROLE owner_r;
+INSERT INTO se19.ev2 VALUES ('a');
+REVOKE SELECT ON se19.ev2 FROM reader_r;
+INSERT INTO se19.ev2 VALUES ('b');
+COPY se19.ev2 (k) FROM stdin;
+c
+\.
+SELECT count(*) FROM se19.ev2;
+RESET ROLE;
+-- the sink stopped queuing, visibly
+SELECT q.payload FROM stream_ext.sink_queue q
+  JOIN stream_ext.kafka_sinks s ON s.id = q.sink WHERE s.name = 'se19_sink';
+SELECT sink, state, last_error FROM stream_ext.sink_status WHERE sink = 'se19_sink';
+-- a failed sink queues nothing until its owner starts it again
+GRANT SELECT ON se19.ev2 TO reader_r;
+INSERT INTO se19.ev2 VALUES ('d');
+SELECT count(*) AS queued FROM stream_ext.sink_queue q
+  JOIN stream_ext.kafka_sinks s ON s.id = q.sink WHERE s.name = 'se19_sink';
+-- others cannot drop it; the stream's owner can stop and drop it
+CREATE ROLE other_r;
+SET ROLE other_r;
+SELECT stream_ext.drop_sink('se19_sink');
+RESET ROLE;
 SET ROLE owner_r;
 SELECT stream_ext.stop_sink('se19_sink');
 SELECT stream_ext.drop_sink('se19_sink');
-INSERT INTO se19.ev VALUES ('e', 1, 1);
 RESET ROLE;
 SELECT count(*) AS sinks FROM stream_ext.kafka_sinks WHERE name = 'se19_sink';
--- others still cannot
-CREATE ROLE other_r;
-GRANT SELECT ON se19.ev TO reader_r;
-SET ROLE reader_r;
-SELECT stream_ext.create_kafka_sink('se19_sink2', 'se19.ev', 'localhost:9', 'out');
-RESET ROLE;
-SET ROLE other_r;
-SELECT stream_ext.drop_sink('se19_sink2');
-RESET ROLE;
--- a sink marked failed queues nothing until its owner starts it again
-REVOKE SELECT ON se19.ev FROM reader_r;
-INSERT INTO se19.ev VALUES ('f', 1, 1);
-GRANT SELECT ON se19.ev TO reader_r;
-INSERT INTO se19.ev VALUES ('f', 2, 2);
-SELECT s.state, count(q.seq) AS queued FROM stream_ext.kafka_sinks s
-  LEFT JOIN stream_ext.sink_queue q ON q.sink = s.id WHERE s.name = 'se19_sink2' GROUP BY s.state;
-SELECT stream_ext.drop_sink('se19_sink2');
 
 DROP SCHEMA se19_r CASCADE;
 DROP SCHEMA se19 CASCADE;
