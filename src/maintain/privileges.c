@@ -84,7 +84,6 @@ privileges_init(void)
 typedef struct CollectContext
 {
 	List	   *rtables;		/* rtables of the enclosing queries, innermost first */
-	Oid			streamid;
 	RangeTblEntry *stream;		/* the batch, as a SELECT of the stream */
 	List	   *rtes;			/* relations touched, copied */
 } CollectContext;
@@ -166,7 +165,6 @@ priv_collect(SPIPlanPtr plan, Oid streamid, MemoryContext cxt)
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 
 	memset(&cc, 0, sizeof(cc));
-	cc.streamid = streamid;
 	cc.stream = makeNode(RangeTblEntry);
 	cc.stream->rtekind = RTE_RELATION;
 	cc.stream->relid = streamid;
