@@ -720,8 +720,7 @@ catalog_remove_orphans(void)
 		views += SPI_processed;
 	}
 	/* 0.3: views and transforms no longer maintained (privileges.c) */
-	if (rc == SPI_OK_DELETE &&
-		OidIsValid(get_relname_relid("invalid_objects", get_namespace_oid("stream_ext", true))))
+	if (rc == SPI_OK_DELETE && has_catalog_table("invalid_objects"))
 		rc = SPI_execute("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
 						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = i.object)",
 						 false, 0);
