@@ -34,6 +34,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -53,7 +54,6 @@
 #include "utils/syscache.h"
 
 #include "core/catalog.h"
-#include "maintain/maintain.h"
 #include "maintain/privileges.h"
 
 /* bumped by every invalidation that can change a privilege */
@@ -411,8 +411,8 @@ priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 }
 
 /*
- * Planner hook: refuse a plan that reads an invalid continuous view or
- * transform.  Maintenance itself never reads one.
+ * Planner hook (outside maintenance, which never reads one): refuse a plan
+ * that reads an invalid continuous view or transform.
  */
 void
 priv_check_read(PlannedStmt *stmt)
@@ -421,7 +421,7 @@ priv_check_read(PlannedStmt *stmt)
 
 	bool		reads_view = false;
 
-	if (stream_ext_maintenance_depth > 0 || !IsTransactionState())
+	if (!IsTransactionState())
 		return;
 	/* continuous views and transforms are read through views */
 	foreach(lc, stmt->rtable)
