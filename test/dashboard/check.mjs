@@ -48,8 +48,9 @@ function within(what, v, lo, hi) {
 
 const num = (text) => (text === '–' ? null : Number(text.replace(/,/g, '')));
 
+const problems = [];   // console errors, failed requests, error answers
+
 async function main() {
-	const problems = [];
 	const browser = await puppeteer.launch({
 		executablePath: env('CHROMIUM'),
 		headless: true,
@@ -157,7 +158,11 @@ async function main() {
 	if (problems.length === 0) ok('no console errors, failed requests or error answers');
 }
 
-const guard = setTimeout(() => { console.error('check.mjs: overall timeout (120 s)'); process.exit(1); }, 120000);
+const guard = setTimeout(() => {
+	console.error('check.mjs: overall timeout (120 s)');
+	for (const p of problems.slice(0, 10)) console.error(`  the page logged: ${p}`);
+	process.exit(1);
+}, 120000);
 main().then(() => {
 	clearTimeout(guard);
 	if (failures > 0) { console.error(`${failures} dashboard check(s) failed`); process.exit(1); }
@@ -165,5 +170,6 @@ main().then(() => {
 }, (e) => {
 	clearTimeout(guard);
 	console.error(`check.mjs: ${e.stack || e}`);
+	for (const p of problems.slice(0, 10)) console.error(`  the page also logged: ${p}`);
 	process.exit(1);
 });
