@@ -13,7 +13,6 @@
 # Needs what 30_postgrest.sh needs (and its roles web_anon, authenticator).
 # Sourced by test/demo.sh (see there for the helpers and variables).
 
-source "$STREAM_EXT_ROOT/test/lib/postgrest.sh"
 source "$STREAM_EXT_ROOT/test/lib/dashboard.sh"
 if [[ -z ${STREAM_EXT_BROKER:-} || ! -x $STREAM_EXT_BROKER ]]; then
 	demo_say "dashboard step skipped: the embedded broker (test/broker) was not built"

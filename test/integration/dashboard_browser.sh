@@ -12,7 +12,6 @@
 # chromium or the npm packages are not available.
 set -euo pipefail
 source "$STREAM_EXT_ROOT/test/lib/integration.sh"
-source "$STREAM_EXT_ROOT/test/lib/postgrest.sh"
 source "$STREAM_EXT_ROOT/test/lib/dashboard.sh"
 pgrst_skip_unless_available
 if [[ -z ${STREAM_EXT_BROKER:-} || ! -x $STREAM_EXT_BROKER ]]; then

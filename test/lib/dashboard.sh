@@ -2,8 +2,8 @@
 # test/lib/dashboard.sh -- the live dashboard of the demo (test/dashboard/www/:
 # a static page that polls exposed continuous views through PostgREST and
 # draws them with uPlot), for test/demo/40_dashboard.sh and
-# test/integration/dashboard_browser.sh.  Source it (after
-# test/lib/postgrest.sh); it defines functions only.  Every process it starts
+# test/integration/dashboard_browser.sh.  Source it (it sources
+# test/lib/postgrest.sh and test/lib/broker.sh); it defines functions only.  Every process it starts
 # writes DIR/NAME.pid; test/lib/cluster.sh stop also stops them.
 #
 #   dash_why_not           fail with the reason (stderr) when the page cannot
@@ -31,7 +31,10 @@
 #   dash_page_url API_URL  print the page's URL for that PostgREST
 #   dash_stop DIR          stop everything started with DIR (idempotent)
 
-DASH_SRC=${STREAM_EXT_ROOT:?}/test/dashboard
+source "${STREAM_EXT_ROOT:?}/test/lib/postgrest.sh"
+source "$STREAM_EXT_ROOT/test/lib/broker.sh"
+
+DASH_SRC=$STREAM_EXT_ROOT/test/dashboard
 DASH_UPLOT=$DASH_SRC/node_modules/uplot/dist
 
 dash_why_not() {
@@ -74,21 +77,8 @@ _dash_bg() {  # DIR NAME command...: start in the background, record its pid
 }
 
 dash_broker_start() {
-	local dir=$1 topic=$2 i
-	mkdir -p "$dir"
-	rm -f "$dir/broker.addr"
-	_dash_bg "$dir" broker timeout "${DASH_LIFETIME:-900}" "${STREAM_EXT_BROKER:?}" \
-		--partitions 1 --topic "$topic" --bootstrap-file "$dir/broker.addr"
-	for ((i = 0; i < 100; i++)); do
-		[[ -s $dir/broker.addr ]] && break
-		sleep 0.1
-	done
-	DASH_BOOTSTRAP=$(head -n 1 "$dir/broker.addr" 2>/dev/null | sed 's/^bootstrap=//')
-	if [[ -z $DASH_BOOTSTRAP ]]; then
-		cat "$dir/broker.log" >&2
-		echo "dash_broker_start: the embedded broker did not start" >&2
-		return 1
-	fi
+	broker_start "$1" "$2" 1 "${DASH_LIFETIME:-900}" || return 1
+	DASH_BOOTSTRAP=$BROKER_BOOTSTRAP
 	export DASH_BOOTSTRAP
 }
 
@@ -142,7 +132,7 @@ dash_serve() {
 			kill -0 "$(<"$dir/server.pid")" 2>/dev/null || break
 			sleep 0.1
 		done
-		_dash_kill "$dir" server
+		pidfile_stop "$dir/server.pid"
 	done
 	echo "dash_serve: the static server did not start; its log:" >&2
 	tail -n 20 "$dir/server.log" >&2
@@ -153,24 +143,10 @@ dash_page_url() {
 	echo "${DASH_URL:?}/index.html?api=$1"
 }
 
-_dash_kill() {  # DIR NAME
-	local f=$1/$2.pid pid i
-	[[ -f $f ]] || return 0
-	pid=$(<"$f")
-	rm -f "$f"
-	[[ $pid =~ ^[0-9]+$ ]] || return 0
-	kill "$pid" 2>/dev/null || return 0
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	kill -9 "$pid" 2>/dev/null || true
-}
-
 dash_stop() {
 	local dir=$1 name
 	for name in browser producer server broker; do
-		_dash_kill "$dir" "$name"
+		pidfile_stop "$dir/$name.pid"
 	done
 	pgrst_stop "$dir"
 }
