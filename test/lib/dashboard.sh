@@ -3,8 +3,10 @@
 # a static page that polls exposed continuous views through PostgREST and
 # draws them with uPlot), for test/demo/40_dashboard.sh and
 # test/integration/dashboard_browser.sh.  Source it (it sources
-# test/lib/postgrest.sh and test/lib/broker.sh); it defines functions only.  Every process it starts
-# writes DIR/NAME.pid; test/lib/cluster.sh stop also stops them.
+# test/lib/postgrest.sh and test/lib/broker.sh); it defines functions only.
+# Every process it starts writes DIR/NAME.pid (PostgREST: pgrst_start DIR);
+# dash_stop DIR stops them, and so does test/lib/cluster.sh stop for
+# DIR=$STREAM_EXT_TMP/dashboard.
 #
 #   dash_why_not           fail with the reason (stderr) when the page cannot
 #                          be served: uPlot not installed by test/lib/deps.sh
