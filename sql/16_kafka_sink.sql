@@ -112,9 +112,11 @@ DROP TYPE sink_mood;
 -- a role that cannot log in cannot run a sink worker
 ALTER ROLE sink_owner NOLOGIN;
 SELECT stream_ext.start_sink('sk_owned');
--- the owner lost SELECT: the stream refuses rows rather than drop them
+-- the owner lost SELECT: the insert succeeds, the sink is marked failed
+-- and queues nothing more (sql/19_revoke.sql)
 REVOKE SELECT ON sk FROM sink_owner;
 INSERT INTO sk (i) VALUES (31);
+SELECT sink, state, last_error FROM stream_ext.sink_status WHERE sink = 'sk_owned';
 SELECT stream_ext.drop_sink('sk_owned');
 INSERT INTO sk (i) VALUES (31);
 DROP ROLE sink_owner;

@@ -17,6 +17,7 @@
 #include "kafka/launcher.h"
 #include "kafka/sink.h"
 #include "maintain/maintain.h"
+#include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "query/aggsupport.h"
 #include "stream_ext.h"
@@ -50,6 +51,7 @@ _PG_init(void)
 	ddl_define_gucs();
 	aggsupport_define_gucs();
 	maintain_init();
+	privileges_init();
 	stats_init();
 	kafka_sink_init();
 	retention_init();

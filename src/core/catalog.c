@@ -719,6 +719,11 @@ catalog_remove_orphans(void)
 						 false, 0);
 		views += SPI_processed;
 	}
+	/* 0.3: views and transforms no longer maintained (privileges.c) */
+	if (rc == SPI_OK_DELETE && has_catalog_table("invalid_objects"))
+		rc = SPI_execute("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
+						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = i.object)",
+						 false, 0);
 	if (rc == SPI_OK_DELETE)
 		rc = SPI_execute("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
 						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
@@ -779,6 +784,20 @@ catalog_set_stream_retention(Oid relid, Interval *retention)
 	catalog_end_write(save_userid, save_sec);
 }
 
+/*
+ * Does the one argument of trigger tg name relation rel?  Compared as the
+ * schema-qualified name the trigger was created with, not with
+ * to_regclass(), which would need USAGE on the schema of every view of the
+ * stream, some of which may belong to other roles.
+ */
+#define TRIGGER_ARG_NAMES(tg, rel) \
+	"pg_catalog.convert_from(pg_catalog.substring(" tg ".tgargs, 1," \
+	"  pg_catalog.length(" tg ".tgargs) - 1), pg_catalog.current_setting('server_encoding'))" \
+	" OPERATOR(pg_catalog.=) (SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'" \
+	"   OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)" \
+	"  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace" \
+	" WHERE c.oid = " rel ")"
+
 /* the dependencies of a stream's transforms, for catalog_restore_dependencies() */
 static const char *transform_dependencies =
 		"  UNION ALL"
@@ -796,9 +815,7 @@ static const char *transform_dependencies =
 		"   WHERE t.stream = $1 AND p.proname = 'transform'"
 		"     AND p.pronamespace = 'stream_ext'::pg_catalog.regnamespace"
 		"     AND g.tgnargs = 1"
-		"     AND pg_catalog.to_regclass(pg_catalog.convert_from(pg_catalog.substring(g.tgargs, 1,"
-		"           pg_catalog.length(g.tgargs) - 1), pg_catalog.current_setting('server_encoding')))"
-		"         OPERATOR(pg_catalog.=) t.transform";
+		"     AND " TRIGGER_ARG_NAMES("g", "t.transform");
 
 /*
  * Record the dependencies of a stream and of its continuous views that are
@@ -843,9 +860,7 @@ catalog_restore_dependencies(Oid streamid)
 		"   WHERE p.proname = 'maintain'"
 		"     AND p.pronamespace = 'stream_ext'::pg_catalog.regnamespace"
 		"     AND t.tgnargs = 1"
-		"     AND pg_catalog.to_regclass(pg_catalog.convert_from(pg_catalog.substring(t.tgargs, 1,"
-		"           pg_catalog.length(t.tgargs) - 1), pg_catalog.current_setting('server_encoding')))"
-		"         OPERATOR(pg_catalog.=) v.matrel"
+		"     AND " TRIGGER_ARG_NAMES("t", "v.matrel")
 		"%s"
 		"  UNION ALL"
 		"  SELECT 'pg_catalog.pg_class', s.stream::pg_catalog.oid, 'pg_catalog.pg_extension', e.oid, 'n'"

@@ -2,17 +2,21 @@
  *
  * util.c
  *	  Small helpers that several subsystems use: a relation's owner,
- *	  recording a dependency, short error context for generated statements.
+ *	  recording a dependency, short error context for generated statements,
+ *	  the relation a trigger argument names.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 
 #include "core/util.h"
@@ -114,4 +118,26 @@ se_rethrow_short_context(MemoryContext cxt, List *statements, const char *fmt,..
 		}
 	}
 	ReThrowError(edata);
+}
+
+/*
+ * The relation a trigger of stream_ext names in its argument (written
+ * schema-qualified when the trigger was created), or InvalidOid.  Triggers
+ * run as whoever inserts, who need not have USAGE on the schema of a view
+ * someone else built over the stream: the name is resolved through the
+ * catalogs, without the inserting user's rights on that schema.  What the
+ * trigger then does runs as the object's owner.
+ */
+Oid
+relid_from_trigger_arg(const char *qualname)
+{
+	char	   *schema;
+	char	   *relname;
+	Oid			nspid;
+
+	DeconstructQualifiedName(stringToQualifiedNameList(qualname), &schema, &relname);
+	if (schema == NULL)
+		return RelnameGetRelid(relname);
+	nspid = get_namespace_oid(schema, true);
+	return OidIsValid(nspid) ? get_relname_relid(relname, nspid) : InvalidOid;
 }

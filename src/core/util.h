@@ -2,7 +2,8 @@
  *
  * util.h
  *	  Small helpers on PostgreSQL's own catalogs that several subsystems
- *	  use: a relation's owner, recording a dependency.
+ *	  use: a relation's owner, recording a dependency, the relation a
+ *	  trigger argument names.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,5 +18,6 @@ extern void record_dependency(Oid classid, Oid objid, Oid refclassid,
 extern void se_rethrow_short_context(MemoryContext cxt, List *statements,
 									 const char *fmt,...)
 			pg_attribute_printf(3, 4) pg_attribute_noreturn();
+extern Oid	relid_from_trigger_arg(const char *qualname);
 
 #endif							/* STREAM_EXT_UTIL_H */

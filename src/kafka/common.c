@@ -1009,8 +1009,22 @@ kafka_check_owner(const KafkaKind *kind, const KafkaCatalogRow *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of Kafka %s \"%s\"", kind->noun, row->name),
-				 errhint("Only the owner of a %s or a superuser can start, stop or drop it.",
+				 errhint("Only the owner of a %s or a superuser can start it; the owner of its stream can also stop or drop it.",
 						 kind->noun)));
+}
+
+/*
+ * stop and drop: the owner, a superuser, or the owner of the stream the
+ * source or sink is attached to -- who can always detach what is attached
+ * to their stream, even a sink whose owner lost its privileges.
+ */
+static void
+check_owner_or_stream_owner(const KafkaKind *kind, const KafkaCatalogRow *row)
+{
+	if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(row->stream)) &&
+		pg_class_ownercheck(row->stream, GetUserId()))
+		return;
+	kafka_check_owner(kind, row);
 }
 
 /* workers connect as the owner: it must still exist and be able to log in */
@@ -1061,7 +1075,7 @@ kafka_stop(const KafkaKind *kind, const char *name)
 
 	SPI_connect();
 	kafka_fetch_row(kind, name, &row, false);
-	kafka_check_owner(kind, &row);
+	check_owner_or_stream_owner(kind, &row);
 	args[0] = Int32GetDatum(row.id);
 	kafka_catalog_exec(kind,
 					   psprintf("UPDATE stream_ext.%s "
@@ -1097,7 +1111,7 @@ kafka_drop_begin(const KafkaKind *kind, FunctionCallInfo fcinfo,
 		SPI_finish();
 		return false;
 	}
-	kafka_check_owner(kind, row);
+	check_owner_or_stream_owner(kind, row);
 	return true;
 }
 

@@ -590,7 +590,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
 	catalog_read_latest_begin();
 	kafka_catalog_exec(&kafka_sink_kind,
-					   "SELECT owner::oid, format, key_column, options, name "
+					   "SELECT owner::oid, format, key_column, options, name, state "
 					   "FROM stream_ext.kafka_sinks WHERE id = $1",
 					   1, argtypes, args, NULL, true, SPI_OK_SELECT);
 	catalog_read_latest_end();
@@ -602,6 +602,12 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	}
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
+	/* failed: its owner lost SELECT (below); it queues nothing until restarted */
+	if (strcmp(SPI_getvalue(tup, desc, 6), "failed") == 0)
+	{
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
 	owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 	format = sink_parse_format(SPI_getvalue(tup, desc, 2));
 	key_column = SPI_getvalue(tup, desc, 3);
@@ -609,13 +615,34 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	kafka_sink_parse_options(DatumGetJsonbP(optdatum), &opts);
 	cols = payload_columns(trigdata->tg_relation, opts.columns);
 
+	/*
+	 * The owner lost SELECT on the stream: the insert succeeds (the stream's
+	 * owner must always be able to insert), the sink stops queuing and is
+	 * marked failed, visibly in sink_status, until start_sink().
+	 */
 	if (pg_class_aclcheck(RelationGetRelid(trigdata->tg_relation), owner, ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
+	{
+		char	   *name = SPI_getvalue(tup, desc, 5);
+		char	   *msg = psprintf("owner \"%s\" of Kafka sink \"%s\" has no SELECT privilege on \"%s\": rows are no longer queued",
+								   GetUserNameFromId(owner, false), name,
+								   RelationGetRelationName(trigdata->tg_relation));
+		Oid			failtypes[2] = {INT4OID, TEXTOID};
+		Datum		failargs[2];
+
+		failargs[0] = Int32GetDatum(sink_id);
+		failargs[1] = CStringGetTextDatum(msg);
+		kafka_catalog_exec(&kafka_sink_kind,
+						   "UPDATE stream_ext.kafka_sinks SET state = 'failed', last_error = $2,"
+						   " updated_at = now() WHERE id = $1",
+						   2, failtypes, failargs, NULL, false, SPI_OK_UPDATE);
+		SPI_finish();
+		ereport(WARNING,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("owner of Kafka sink \"%s\" has no SELECT privilege on \"%s\"",
-						SPI_getvalue(tup, desc, 5), RelationGetRelationName(trigdata->tg_relation)),
-				 errdetail("Every row appended to the stream is queued for the sink as its owner."),
-				 errhint("Grant SELECT back, or drop the sink with stream_ext.drop_sink().")));
+				 errmsg("%s", msg),
+				 errdetail("Kafka sink \"%s\" is marked failed; the rows of this statement and later ones are not queued for it.", name),
+				 errhint("Grant SELECT back and run stream_ext.start_sink(), or drop the sink with stream_ext.drop_sink().")));
+		return PointerGetDatum(NULL);
+	}
 
 	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "SPI_register_trigger_data failed");

@@ -51,6 +51,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "maintain/maintain.h"
+#include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "maintain/transform.h"
 #include "windows/lateness.h"
@@ -231,6 +232,8 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 		foreach(lc, result->subplans)
 			rewrite_plan(lfirst(lc));
 	}
+	else
+		priv_check_read(result);
 	return result;
 }
 
@@ -248,6 +251,8 @@ typedef struct MaintEntry
 	LatenessInfo *lateness;		/* allowed_lateness: see windows/lateness.c */
 	List	   *statements;		/* the SQL of the plans, for errors */
 	char	   *error_context;	/* "maintenance of continuous view ..." */
+	List	   *privs;			/* what the plans touch: see privileges.c */
+	uint64		privs_checked;
 	MemoryContext cxt;
 } MaintEntry;
 
@@ -281,6 +286,8 @@ release_entry(MaintEntry *entry)
 	foreach(lc, entry->distinct_plans)
 		SPI_freeplan(lfirst(lc));
 	entry->distinct_plans = NIL;
+	entry->privs = NIL;
+	entry->privs_checked = 0;
 	if (entry->cxt)
 		MemoryContextDelete(entry->cxt);
 	entry->cxt = NULL;
@@ -313,6 +320,8 @@ get_entry(Trigger *trigger)
 		entry->distinct_plans = NIL;
 		entry->next_expiry = 0;
 		entry->lateness = NULL;
+		entry->privs = NIL;
+		entry->privs_checked = 0;
 		entry->cxt = NULL;
 	}
 	if (entry->valid)
@@ -321,8 +330,7 @@ get_entry(Trigger *trigger)
 	release_entry(entry);
 	if (trigger->tgnargs != 1)
 		elog(ERROR, "stream_ext.maintain() needs the materialization as its argument");
-	matrelid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
-								NoLock, true);
+	matrelid = relid_from_trigger_arg(trigger->tgargs[0]);
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext view",
 									   ALLOCSET_SMALL_SIZES);
 	if (!OidIsValid(matrelid) ||
@@ -364,6 +372,8 @@ prepare_plans(MaintEntry *entry)
 		SPI_keepplan(plan);
 		old = MemoryContextSwitchTo(entry->cxt);
 		entry->distinct_plans = lappend(entry->distinct_plans, plan);
+		entry->privs = list_concat(entry->privs,
+								   priv_collect(plan, entry->cat.streamid, entry->cxt));
 		MemoryContextSwitchTo(old);
 	}
 
@@ -386,6 +396,9 @@ prepare_plans(MaintEntry *entry)
 		psprintf("maintenance of continuous view %s (statements in stream_ext.view_catalog)",
 				 quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry->cat.viewid)),
 											get_rel_name(entry->cat.viewid)));
+	/* what the plans touch, checked at every batch (privileges.c) */
+	entry->privs = list_concat(entry->privs,
+							   priv_collect(entry->maintain_plan, entry->cat.streamid, entry->cxt));
 	MemoryContextSwitchTo(old);
 }
 
@@ -520,6 +533,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	char		nulls[1] = {' '};
 	TimestampTz wm = 0;
 	bool		wm_isnull = true;
+	char	   *missing;
 	instr_time	start;
 	instr_time	elapsed;
 	MemoryContext caller_cxt = CurrentMemoryContext;
@@ -546,6 +560,9 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 						trigdata->tg_trigger->tgname,
 						RelationGetRelationName(trigdata->tg_relation),
 						get_rel_name(entry->cat.viewid))));
+	/* a view whose owner lost a privilege is no longer maintained */
+	if (priv_invalid_reason(entry->cat.viewid) != NULL)
+		return PointerGetDatum(NULL);
 	check_stream_rls(trigdata->tg_relation, entry);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -556,6 +573,16 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 
 	if (entry->maintain_plan == NULL)
 		prepare_plans(entry);
+
+	/* the owner must still read what the view reads: else mark it invalid */
+	missing = priv_check(entry->privs, entry->cat.owner, &entry->privs_checked);
+	if (missing != NULL)
+	{
+		owner_context_leave(&octx);
+		SPI_finish();
+		priv_mark_invalid(entry->cat.viewid, "continuous view", missing);
+		return PointerGetDatum(NULL);
+	}
 
 	INSTR_TIME_SET_CURRENT(start);
 	stream_ext_maintenance_depth++;

@@ -62,6 +62,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "maintain/maintain.h"
+#include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "maintain/transform.h"
 #include "query/analyze.h"
@@ -614,6 +615,8 @@ typedef struct TransformEntry
 	char	   *notify;
 	char	   *timezone;
 	SPIPlanPtr	plan;
+	List	   *privs;			/* what the plan touches: see privileges.c */
+	uint64		privs_checked;
 	MemoryContext cxt;
 } TransformEntry;
 
@@ -663,6 +666,8 @@ transform_entry(Trigger *trigger)
 	}
 	if (entry->valid)
 		return entry;
+	entry->privs = NIL;
+	entry->privs_checked = 0;
 	if (entry->plan)
 		SPI_freeplan(entry->plan);
 	entry->plan = NULL;
@@ -672,8 +677,7 @@ transform_entry(Trigger *trigger)
 
 	if (trigger->tgnargs != 1)
 		elog(ERROR, "stream_ext.transform() needs the transform as its argument");
-	viewid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
-							  NoLock, true);
+	viewid = relid_from_trigger_arg(trigger->tgargs[0]);
 	values[0] = ObjectIdGetDatum(viewid);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
 	catalog_read_latest_begin();
@@ -726,6 +730,7 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	int			rc;
 	uint64		rows;
 	uint64		written = 0;
+	char	   *missing;
 	instr_time	start;
 	instr_time	elapsed;
 	MemoryContext caller_cxt = CurrentMemoryContext;
@@ -753,6 +758,12 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 						trigdata->tg_trigger->tgname,
 						RelationGetRelationName(trigdata->tg_relation),
 						get_rel_name(entry->viewid))));
+	/* a transform whose owner lost a privilege no longer forwards rows */
+	if (priv_invalid_reason(entry->viewid) != NULL)
+	{
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
 	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "SPI_register_trigger_data failed");
 
@@ -765,6 +776,17 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 			elog(ERROR, "stream_ext: could not prepare transform: %s",
 				 SPI_result_code_string(SPI_result));
 		SPI_keepplan(entry->plan);
+		entry->privs = priv_collect(entry->plan, entry->streamid, entry->cxt);
+	}
+
+	/* the owner must still read the rows and write the target: else invalid */
+	missing = priv_check(entry->privs, entry->owner, &entry->privs_checked);
+	if (missing != NULL)
+	{
+		owner_context_leave(&octx);
+		SPI_finish();
+		priv_mark_invalid(entry->viewid, "continuous transform", missing);
+		return PointerGetDatum(NULL);
 	}
 
 	INSTR_TIME_SET_CURRENT(start);

@@ -50,6 +50,19 @@ SELECT pg_catalog.pg_extension_config_dump('stream_ext.stream_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.view_catalog', '');
 GRANT SELECT ON stream_ext.stream_catalog, stream_ext.view_catalog TO PUBLIC;
 
+-- Continuous views and transforms no longer maintained because their owner
+-- lost a privilege on what they read or write (privileges.c): recorded by
+-- the maintenance trigger, in the inserting transaction.  Reading such an
+-- object raises an error; it stays here until it is dropped.
+CREATE TABLE stream_ext.invalid_objects (
+    object  regclass PRIMARY KEY,
+    kind    text NOT NULL,
+    reason  text NOT NULL,
+    since   timestamptz NOT NULL DEFAULT now()
+);
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.invalid_objects', '');
+GRANT SELECT ON stream_ext.invalid_objects TO PUBLIC;
+
 CREATE VIEW stream_ext.streams AS
 SELECT s.stream AS name,
        n.nspname AS schema,

@@ -47,9 +47,12 @@ SELECT v.view,
        s.total_maintenance_ms,
        CASE WHEN s.batches > 0 THEN s.total_maintenance_ms / s.batches END
            AS mean_maintenance_ms,
-       s.max_maintenance_ms
+       s.max_maintenance_ms,
+       i.object IS NULL AS valid,
+       i.reason AS invalid_reason
   FROM stream_ext.view_catalog v
-  LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid;
+  LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid
+  LEFT JOIN stream_ext.invalid_objects i ON i.object = v.view;
 
 -- One row per stream: what went in (PostgreSQL's own table statistics) and
 -- how far its continuous views have got.

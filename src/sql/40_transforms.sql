@@ -37,8 +37,11 @@ SELECT t.transform AS name,
        COALESCE(s.batches, 0) AS batches,
        COALESCE(s.groups_updated, 0) AS rows_out,
        s.last_maintained_at,
-       t.created_at
+       t.created_at,
+       i.object IS NULL AS valid,
+       i.reason AS invalid_reason
   FROM stream_ext.transform_catalog t
   JOIN pg_catalog.pg_class c ON c.oid = t.transform
-  LEFT JOIN stream_ext._view_stats() s ON s.view = t.transform::oid;
+  LEFT JOIN stream_ext._view_stats() s ON s.view = t.transform::oid
+  LEFT JOIN stream_ext.invalid_objects i ON i.object = t.transform;
 GRANT SELECT ON stream_ext.transforms TO PUBLIC;

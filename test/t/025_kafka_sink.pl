@@ -265,8 +265,10 @@ is($node->safe_psql('postgres', q{SELECT sqlstate_of($$SELECT stream_ext.stop_si
 is($node->safe_psql('postgres', q{SELECT count(*) FROM stream_ext.sink_status}, extra_params => [ '-U', 'bob' ]),
 	'0', 'sink_status shows a role only its own sinks');
 sql(q{REVOKE SELECT ON events FROM alice});
-is(sql(q{SELECT sqlstate_of($$INSERT INTO events VALUES (5002, 1, 'x')$$)}), '42501',
-	'the stream refuses rows its sink owner may no longer read');
+is(sql(q{SELECT sqlstate_of($$INSERT INTO events VALUES (5002, 1, 'x')$$)}), 'ok',
+	'the stream takes rows its sink owner may no longer read (docs/security.md)');
+is(sql(q{SELECT state FROM stream_ext.sink_status WHERE sink = 'alice_sink'}), 'failed',
+	'... and the sink is marked failed instead of queuing them');
 sql(q{SELECT stream_ext.drop_sink('alice_sink')});
 
 is(sql(q{SELECT sqlstate_of($$SELECT stream_ext.create_kafka_sink('x', 'events', 'h:1', 't', 'avro')$$)}), '22023',

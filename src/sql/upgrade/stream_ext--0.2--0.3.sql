@@ -164,6 +164,62 @@ SELECT s.name AS source,
                FROM stream_ext.source_partitions
               GROUP BY source) l ON l.source = s.name;
 
+
+-- privileges (docs/security.md): objects whose owner lost a privilege
+-- Continuous views and transforms no longer maintained because their owner
+-- lost a privilege on what they read or write (privileges.c): recorded by
+-- the maintenance trigger, in the inserting transaction.  Reading such an
+-- object raises an error; it stays here until it is dropped.
+CREATE TABLE stream_ext.invalid_objects (
+    object  regclass PRIMARY KEY,
+    kind    text NOT NULL,
+    reason  text NOT NULL,
+    since   timestamptz NOT NULL DEFAULT now()
+);
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.invalid_objects', '');
+GRANT SELECT ON stream_ext.invalid_objects TO PUBLIC;
+
+CREATE OR REPLACE VIEW stream_ext.view_stats AS
+SELECT v.view,
+       v.stream,
+       COALESCE(s.rows_in, 0) AS rows_in,
+       COALESCE(s.batches, 0) AS batches,
+       COALESCE(s.groups_updated, 0) AS groups_updated,
+       stream_ext.view_groups(v.view) AS groups,
+       s.last_batch_rows,
+       s.last_maintained_at,
+       s.max_arrival AS max_event_time,
+       pg_catalog.now() - s.max_arrival AS freshness,
+       s.total_maintenance_ms,
+       CASE WHEN s.batches > 0 THEN s.total_maintenance_ms / s.batches END
+           AS mean_maintenance_ms,
+       s.max_maintenance_ms,
+       i.object IS NULL AS valid,
+       i.reason AS invalid_reason
+  FROM stream_ext.view_catalog v
+  LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid
+  LEFT JOIN stream_ext.invalid_objects i ON i.object = v.view;
+
+CREATE OR REPLACE VIEW stream_ext.transforms AS
+SELECT t.transform AS name,
+       t.stream AS source,
+       t.output_stream,
+       t.output_table,
+       t.definition,
+       t.notify,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+       COALESCE(s.rows_in, 0) AS rows_in,
+       COALESCE(s.batches, 0) AS batches,
+       COALESCE(s.groups_updated, 0) AS rows_out,
+       s.last_maintained_at,
+       t.created_at,
+       i.object IS NULL AS valid,
+       i.reason AS invalid_reason
+  FROM stream_ext.transform_catalog t
+  JOIN pg_catalog.pg_class c ON c.oid = t.transform
+  LEFT JOIN stream_ext._view_stats() s ON s.view = t.transform::oid
+  LEFT JOIN stream_ext.invalid_objects i ON i.object = t.transform;
+
 -- wide group keys: continuous views index them by a hash (issue #14, item 7)
 CREATE FUNCTION stream_ext.key_hash_collision(materialization regclass) RETURNS int8
     AS 'MODULE_PATHNAME', 'stream_ext_key_hash_collision'
