@@ -11,7 +11,8 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "ddl/ddl.h"
+#include "ddl/create_view.h"
+#include "ddl/utility.h"
 #include "housekeeping/retention.h"
 #include "kafka/common.h"
 #include "kafka/launcher.h"

@@ -83,7 +83,6 @@ PG_FUNCTION_INFO_V1(stream_ext_unschedule_maintenance);
 /* stream_ext.maintenance_schedule: pg_cron schedule of the job */
 static char *maintenance_schedule = NULL;
 
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* ---- options of CREATE VIEW ... WITH (continuous, ttl, ttl_column) ----- */
 
@@ -900,37 +899,34 @@ drops_stream_ext(Node *parsetree)
 	return false;
 }
 
-static void
-retention_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-						 bool readOnlyTree, ProcessUtilityContext context,
-						 ParamListInfo params, QueryEnvironment *queryEnv,
-						 DestReceiver *dest, QueryCompletion *qc)
+/*
+ * Called by the utility hook (ddl/utility.c) before a utility statement runs:
+ * DROP EXTENSION stream_ext unschedules the job now; returns true when the
+ * statement creates or updates the extension, and retention_utility_after()
+ * must then schedule the job once it has run.
+ *
+ * Scheduling follows CREATE EXTENSION and ALTER EXTENSION UPDATE rather than
+ * living in the scripts: a script runs with client_min_messages raised to
+ * WARNING, which would hide the NOTICE.
+ */
+bool
+retention_utility_before(Node *parsetree)
 {
-	Node	   *parsetree = pstmt->utilityStmt;
-	bool		creates;
-
 	if (drops_stream_ext(parsetree) && stream_ext_installed())
 		(void) unschedule_job();
 
-	/*
-	 * Scheduling follows CREATE EXTENSION and ALTER EXTENSION UPDATE rather
-	 * than living in the scripts: a script runs with client_min_messages
-	 * raised to WARNING, which would hide the NOTICE.
-	 */
-	creates = (IsA(parsetree, CreateExtensionStmt) &&
-			   strcmp(((CreateExtensionStmt *) parsetree)->extname, "stream_ext") == 0 &&
-			   !OidIsValid(get_extension_oid("stream_ext", true))) ||
+	return (IsA(parsetree, CreateExtensionStmt) &&
+			strcmp(((CreateExtensionStmt *) parsetree)->extname, "stream_ext") == 0 &&
+			!OidIsValid(get_extension_oid("stream_ext", true))) ||
 		(IsA(parsetree, AlterExtensionStmt) &&
 		 strcmp(((AlterExtensionStmt *) parsetree)->extname, "stream_ext") == 0);
+}
 
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-
-	if (creates && stream_ext_installed())
+/* after CREATE or ALTER EXTENSION stream_ext: schedule the job */
+void
+retention_utility_after(void)
+{
+	if (stream_ext_installed())
 		ensure_job();
 }
 
@@ -945,7 +941,4 @@ retention_init(void)
 							   PGC_SUSET,
 							   0,
 							   NULL, NULL, NULL);
-
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = retention_ProcessUtility;
 }

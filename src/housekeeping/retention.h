@@ -58,5 +58,8 @@ typedef struct MaintenanceView
 typedef int64 (*MaintenanceViewTask) (MaintenanceView *view);
 
 extern void retention_init(void);
+/* the utility hook's part of the pg_cron job (ddl/utility.c) */
+extern bool retention_utility_before(Node *parsetree);
+extern void retention_utility_after(void);
 
 #endif							/* STREAM_EXT_RETENTION_H */

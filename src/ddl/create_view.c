@@ -1,17 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * ddl.c
- *	  The utility hook.  PostgreSQL's grammar cannot be extended, so
- *	  CREATE CONTINUOUS VIEW is spelled CREATE VIEW ... WITH (continuous);
- *	  this hook intercepts it and builds the continuous view in the same
- *	  transaction: materialization table and its unique index, side tables
- *	  for count(DISTINCT), the user-facing view, the maintenance trigger on
- *	  the stream, dependencies, catalog entry and the backfill from rows the
- *	  stream already holds.  An error anywhere rolls all of it back.
- *
- *	  It also keeps users from breaking what continuous views rely on
- *	  (altering columns a view reads, touching materializations) and
- *	  forgets catalog entries of dropped objects.
+ * create_view.c
+ *	  CREATE VIEW ... WITH (continuous).  PostgreSQL's grammar cannot be
+ *	  extended, so CREATE CONTINUOUS VIEW is spelled that way; the utility
+ *	  hook (ddl/utility.c) hands it here, and the continuous view is built
+ *	  in the same transaction: materialization table and its unique index,
+ *	  side tables for count(DISTINCT), the user-facing view, the
+ *	  maintenance trigger on the stream, dependencies, catalog entry and
+ *	  the backfill from rows the stream already holds.  An error anywhere
+ *	  rolls all of it back.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +32,6 @@
 #include "parser/analyze.h"
 #include "parser/parse_clause.h"
 #include "storage/lmgr.h"
-#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -46,18 +42,15 @@
 
 #include "core/catalog.h"
 #include "core/util.h"
-#include "ddl/ddl.h"
+#include "ddl/create_view.h"
 #include "housekeeping/retention.h"
 #include "maintain/maintain.h"
 #include "maintain/transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
-#include "stream_ext.h"
 #include "windows/lateness.h"
 #include "windows/sessions.h"
 #include "windows/windows.h"
-
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* stream_ext.notify_pgrst: tell PostgREST to reload its schema cache */
 static bool notify_pgrst = true;
@@ -67,8 +60,8 @@ static bool notify_pgrst = true;
  * schema cache when the transaction commits.  Sent when continuous views
  * come and go, and by stream_ext.expose()/unexpose().
  */
-static void
-notify_pgrst_reload(void)
+void
+ddl_notify_pgrst_reload(void)
 {
 	if (notify_pgrst)
 		Async_Notify("pgrst", "reload schema");
@@ -78,8 +71,8 @@ notify_pgrst_reload(void)
  * Does this CREATE VIEW ask for a continuous view?  Removes the option; the
  * other options of a continuous view are returned in *cvopts.
  */
-static bool
-take_continuous_option(ViewStmt *stmt, List **cvopts)
+bool
+ddl_take_continuous_option(ViewStmt *stmt, List **cvopts)
 {
 	ListCell   *lc;
 	bool		continuous = false;
@@ -256,9 +249,9 @@ check_creator_rls(Oid streamid)
 				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
 }
 
-static void
-create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
-					   int stmt_location, int stmt_len)
+void
+ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
+				int stmt_location, int stmt_len)
 {
 	SessionSpec session;
 	LatenessSpec lateness;
@@ -333,7 +326,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 			linitial_node(RangeTblEntry, query->rtable)->rtekind == RTE_RELATION)
 			check_creator_rls(linitial_node(RangeTblEntry, query->rtable)->relid);
 		transform_create(stmt, query, queryString, &opts);
-		notify_pgrst_reload();
+		ddl_notify_pgrst_reload();
 		return;
 	}
 	cv_check_view_options(&opts);
@@ -513,299 +506,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);
 
-	notify_pgrst_reload();
-}
-
-/* Is relid a stream that continuous views read? */
-static bool
-is_stream_with_views(Oid relid)
-{
-	return OidIsValid(relid) && catalog_stream_has_views(relid);
-}
-
-/*
- * ENABLE or FORCE ROW LEVEL SECURITY on a stream: refused if the policies
- * would then apply to the owner of one of its continuous views.
- */
-static void
-check_rls_change(Oid relid, bool force, const char *relname)
-{
-	bool		enabled;
-	bool		forced;
-	List	   *owners;
-	ListCell   *lc;
-
-	stream_rls_flags(relid, &enabled, &forced);
-	if (force)
-		forced = true;
-	else
-		enabled = true;
-	owners = catalog_view_owners(relid);
-	foreach(lc, owners)
-	{
-		Oid			owner = lfirst_oid(lc);
-
-		if (stream_rls_applies(relid, owner, enabled, forced))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot %s row-level security on stream \"%s\": it would apply to %s, who owns a continuous view of it",
-							force ? "force" : "enable", relname,
-							GetUserNameFromId(owner, false)),
-					 errdetail("A continuous view aggregates every row of its stream; it would show rows its owner cannot read."),
-					 errhint("Drop the continuous views of roles the policies would restrict first.")));
-	}
-}
-
-/*
- * Refuse DDL that would break continuous views: changing columns of a
- * stream that views read, or altering a materialization directly.
- */
-static void
-check_alter(Node *parsetree)
-{
-	if (IsA(parsetree, AlterTableStmt))
-	{
-		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
-		Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-		ListCell   *lc;
-
-		if (!OidIsValid(relid))
-			return;
-		if (stream_ext_maintenance_depth == 0 && catalog_is_matrel(relid))
-		{
-			/* catalog_is_matrel() also covers transforms: say which */
-			if (catalog_is_transform(relid))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot alter continuous transform \"%s\"",
-								stmt->relation->relname),
-						 errhint("Drop the transform and create it again.")));
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot alter \"%s\": it is the materialization of a continuous view",
-							stmt->relation->relname)));
-		}
-		if (!is_stream_with_views(relid))
-			return;
-		foreach(lc, stmt->cmds)
-		{
-			AlterTableCmd *cmd = lfirst(lc);
-
-			if (cmd->subtype == AT_EnableRowSecurity || cmd->subtype == AT_ForceRowSecurity)
-				check_rls_change(relid, cmd->subtype == AT_ForceRowSecurity,
-								 stmt->relation->relname);
-			if (cmd->subtype == AT_DropColumn || cmd->subtype == AT_AlterColumnType)
-			{
-				char	   *user = catalog_column_user(relid, cmd->name);
-
-				if (user != NULL)
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot %s column \"%s\" of stream \"%s\" while continuous views read it",
-									cmd->subtype == AT_DropColumn ? "drop" : "change the type of",
-									cmd->name, stmt->relation->relname),
-							 errdetail("%s uses the column.", user),
-							 errhint("Drop the continuous views and transforms that use the column first.")));
-			}
-		}
-	}
-	else if (IsA(parsetree, AlterObjectSchemaStmt))
-	{
-		AlterObjectSchemaStmt *stmt = (AlterObjectSchemaStmt *) parsetree;
-		Oid			relid;
-
-		if (stmt->relation == NULL)
-			return;
-		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-		if (OidIsValid(relid) && catalog_is_matrel(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot move \"%s\" to another schema: it belongs to a continuous view",
-							stmt->relation->relname)));
-	}
-	else if (IsA(parsetree, RenameStmt))
-	{
-		RenameStmt *stmt = (RenameStmt *) parsetree;
-		Oid			relid;
-
-		if (stmt->renameType == OBJECT_SCHEMA)
-		{
-			/* maintenance statements name their tables schema-qualified */
-			Oid			nspid = get_namespace_oid(stmt->subname, true);
-			char	   *view = OidIsValid(nspid) ? catalog_view_in_schema(nspid) : NULL;
-
-			if (view)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot rename schema \"%s\": it holds the materialization of continuous view %s",
-								stmt->subname, view),
-						 errhint("Drop the continuous views whose materializations are in the schema, rename it, and create them again.")));
-			return;
-		}
-		if (stmt->relation == NULL)
-			return;
-		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-		if (!OidIsValid(relid))
-			return;
-		if (catalog_is_matrel(relid))
-		{
-			/* catalog_is_matrel() also covers transforms: say which */
-			bool		transform = catalog_is_transform(relid);
-
-			if (transform && stmt->renameType == OBJECT_COLUMN)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot rename column \"%s\" of continuous transform \"%s\"",
-								stmt->subname, stmt->relation->relname),
-						 errhint("Drop the transform and create it again.")));
-			if (transform)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot rename continuous transform \"%s\"",
-								stmt->relation->relname),
-						 errhint("Drop the transform and create it again.")));
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot rename \"%s\": it belongs to a continuous view",
-							stmt->relation->relname)));
-		}
-		if (stmt->renameType == OBJECT_COLUMN && is_stream_with_views(relid))
-		{
-			char	   *user = catalog_column_user(relid, stmt->subname);
-
-			if (user != NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot rename column \"%s\" of stream \"%s\" while continuous views read it",
-								stmt->subname, stmt->relation->relname),
-						 errdetail("%s uses the column.", user),
-						 errhint("Drop the continuous views and transforms that use the column first.")));
-		}
-	}
-}
-
-/*
- * DROP VIEW of continuous views and transforms: lock their streams first.
- *
- * Writers lock the stream, then (in the maintenance trigger) the
- * materialization and side tables.  Left alone, DROP VIEW locks the view and
- * its materialization first and the stream last (dropping the trigger takes
- * AccessExclusiveLock on it), so a writer in the middle of its batches and
- * DROP VIEW wait for each other.  Taking the stream's lock up front gives
- * both one order: DROP VIEW queues behind the writers of the stream, and
- * writers that come after it wait for it and then no longer see the view.
- * Only the view's owner (who may drop it) takes the lock; anyone else gets
- * DROP VIEW's own permission error without blocking anyone.
- */
-static void
-lock_streams_of_dropped_views(DropStmt *stmt)
-{
-	ListCell   *lc;
-
-	if (stmt->removeType != OBJECT_VIEW)
-		return;
-	foreach(lc, stmt->objects)
-	{
-		Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)),
-											 NoLock, true);
-		Oid			streamid;
-
-		if (!OidIsValid(relid) || !pg_class_ownercheck(relid, GetUserId()))
-			continue;
-		streamid = catalog_stream_of(relid);
-		if (OidIsValid(streamid))
-			LockRelationOid(streamid, AccessExclusiveLock);
-	}
-}
-
-/* stream_ext.maintain or stream_ext.reject_stream_modification? */
-static bool
-is_stream_ext_trigger_function(List *funcname)
-{
-	char	   *schema;
-	char	   *name;
-
-	DeconstructQualifiedName(funcname, &schema, &name);
-	return schema != NULL && strcmp(schema, "stream_ext") == 0 &&
-		(strcmp(name, "maintain") == 0 ||
-		 strcmp(name, "reject_stream_modification") == 0);
-}
-
-static void
-stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-						  bool readOnlyTree, ProcessUtilityContext context,
-						  ParamListInfo params, QueryEnvironment *queryEnv,
-						  DestReceiver *dest, QueryCompletion *qc)
-{
-	Node	   *parsetree = pstmt->utilityStmt;
-	bool		drops = false;
-	CreateTrigStmt *trigger = NULL;
-
-	if (IsA(parsetree, ViewStmt))
-	{
-		ViewStmt   *stmt = (ViewStmt *) parsetree;
-		bool		has_option = false;
-		ListCell   *lc;
-
-		foreach(lc, stmt->options)
-			has_option |= (strcmp(((DefElem *) lfirst(lc))->defname, "continuous") == 0);
-		if (has_option)
-		{
-			List	   *cvopts = NIL;
-
-			if (readOnlyTree)
-			{
-				pstmt = copyObject(pstmt);
-				parsetree = pstmt->utilityStmt;
-				stmt = (ViewStmt *) parsetree;
-				readOnlyTree = false;
-			}
-			if (take_continuous_option(stmt, &cvopts))
-			{
-				create_continuous_view(stmt, cvopts, queryString,
-									   pstmt->stmt_location, pstmt->stmt_len);
-				if (qc)
-					SetQueryCompletion(qc, CMDTAG_CREATE_VIEW, 0);
-				return;
-			}
-		}
-	}
-	else if (IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt) ||
-			 IsA(parsetree, AlterObjectSchemaStmt))
-	{
-		if (stream_ext_installed())
-			check_alter(parsetree);
-	}
-	else if (IsA(parsetree, DropStmt))
-	{
-		drops = !((DropStmt *) parsetree)->concurrent;
-		if (stream_ext_installed())
-			lock_streams_of_dropped_views((DropStmt *) parsetree);
-	}
-	else if (IsA(parsetree, DropOwnedStmt))
-		drops = true;
-	else if (IsA(parsetree, CreateTrigStmt) &&
-			 is_stream_ext_trigger_function(((CreateTrigStmt *) parsetree)->funcname))
-		trigger = (CreateTrigStmt *) parsetree;
-
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-
-	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
-		notify_pgrst_reload();
-
-	/* pg_restore creating a stream's triggers: see catalog_restore_dependencies() */
-	if (trigger && stream_ext_installed())
-	{
-		Oid			relid = RangeVarGetRelid(trigger->relation, NoLock, true);
-
-		if (OidIsValid(relid) && catalog_is_stream(relid))
-			(void) catalog_restore_dependencies(relid);
-	}
+	ddl_notify_pgrst_reload();
 }
 
 void
@@ -819,11 +520,4 @@ ddl_define_gucs(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
-}
-
-void
-ddl_init(void)
-{
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = stream_ext_ProcessUtility;
 }

@@ -1,0 +1,338 @@
+/*-------------------------------------------------------------------------
+ *
+ * utility.c
+ *	  stream_ext's one ProcessUtility hook.  It hands CREATE VIEW ... WITH
+ *	  (continuous) to ddl/create_view.c, keeps users from breaking what
+ *	  continuous views rely on (altering columns a view reads, touching
+ *	  materializations, row-level security that would apply to a view's
+ *	  owner), forgets catalog entries of dropped objects, repairs what
+ *	  pg_restore leaves out when it creates a stream's triggers, and
+ *	  schedules or unschedules the pg_cron job of run_maintenance() with
+ *	  CREATE / ALTER / DROP EXTENSION (housekeeping/retention.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+
+#include "core/catalog.h"
+#include "core/util.h"
+#include "ddl/create_view.h"
+#include "ddl/utility.h"
+#include "housekeeping/retention.h"
+#include "maintain/maintain.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Is relid a stream that continuous views read? */
+static bool
+is_stream_with_views(Oid relid)
+{
+	return OidIsValid(relid) && catalog_stream_has_views(relid);
+}
+
+/*
+ * ENABLE or FORCE ROW LEVEL SECURITY on a stream: refused if the policies
+ * would then apply to the owner of one of its continuous views.
+ */
+static void
+check_rls_change(Oid relid, bool force, const char *relname)
+{
+	bool		enabled;
+	bool		forced;
+	List	   *owners;
+	ListCell   *lc;
+
+	stream_rls_flags(relid, &enabled, &forced);
+	if (force)
+		forced = true;
+	else
+		enabled = true;
+	owners = catalog_view_owners(relid);
+	foreach(lc, owners)
+	{
+		Oid			owner = lfirst_oid(lc);
+
+		if (stream_rls_applies(relid, owner, enabled, forced))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot %s row-level security on stream \"%s\": it would apply to %s, who owns a continuous view of it",
+							force ? "force" : "enable", relname,
+							GetUserNameFromId(owner, false)),
+					 errdetail("A continuous view aggregates every row of its stream; it would show rows its owner cannot read."),
+					 errhint("Drop the continuous views of roles the policies would restrict first.")));
+	}
+}
+
+/*
+ * Refuse DDL that would break continuous views: changing columns of a
+ * stream that views read, or altering a materialization directly.
+ */
+static void
+check_alter(Node *parsetree)
+{
+	if (IsA(parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		ListCell   *lc;
+
+		if (!OidIsValid(relid))
+			return;
+		if (stream_ext_maintenance_depth == 0 && catalog_is_matrel(relid))
+		{
+			/* catalog_is_matrel() also covers transforms: say which */
+			if (catalog_is_transform(relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot alter continuous transform \"%s\"",
+								stmt->relation->relname),
+						 errhint("Drop the transform and create it again.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot alter \"%s\": it is the materialization of a continuous view",
+							stmt->relation->relname)));
+		}
+		if (!is_stream_with_views(relid))
+			return;
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+
+			if (cmd->subtype == AT_EnableRowSecurity || cmd->subtype == AT_ForceRowSecurity)
+				check_rls_change(relid, cmd->subtype == AT_ForceRowSecurity,
+								 stmt->relation->relname);
+			if (cmd->subtype == AT_DropColumn || cmd->subtype == AT_AlterColumnType)
+			{
+				char	   *user = catalog_column_user(relid, cmd->name);
+
+				if (user != NULL)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot %s column \"%s\" of stream \"%s\" while continuous views read it",
+									cmd->subtype == AT_DropColumn ? "drop" : "change the type of",
+									cmd->name, stmt->relation->relname),
+							 errdetail("%s uses the column.", user),
+							 errhint("Drop the continuous views and transforms that use the column first.")));
+			}
+		}
+	}
+	else if (IsA(parsetree, AlterObjectSchemaStmt))
+	{
+		AlterObjectSchemaStmt *stmt = (AlterObjectSchemaStmt *) parsetree;
+		Oid			relid;
+
+		if (stmt->relation == NULL)
+			return;
+		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (OidIsValid(relid) && catalog_is_matrel(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot move \"%s\" to another schema: it belongs to a continuous view",
+							stmt->relation->relname)));
+	}
+	else if (IsA(parsetree, RenameStmt))
+	{
+		RenameStmt *stmt = (RenameStmt *) parsetree;
+		Oid			relid;
+
+		if (stmt->renameType == OBJECT_SCHEMA)
+		{
+			/* maintenance statements name their tables schema-qualified */
+			Oid			nspid = get_namespace_oid(stmt->subname, true);
+			char	   *view = OidIsValid(nspid) ? catalog_view_in_schema(nspid) : NULL;
+
+			if (view)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename schema \"%s\": it holds the materialization of continuous view %s",
+								stmt->subname, view),
+						 errhint("Drop the continuous views whose materializations are in the schema, rename it, and create them again.")));
+			return;
+		}
+		if (stmt->relation == NULL)
+			return;
+		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (!OidIsValid(relid))
+			return;
+		if (catalog_is_matrel(relid))
+		{
+			/* catalog_is_matrel() also covers transforms: say which */
+			bool		transform = catalog_is_transform(relid);
+
+			if (transform && stmt->renameType == OBJECT_COLUMN)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename column \"%s\" of continuous transform \"%s\"",
+								stmt->subname, stmt->relation->relname),
+						 errhint("Drop the transform and create it again.")));
+			if (transform)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename continuous transform \"%s\"",
+								stmt->relation->relname),
+						 errhint("Drop the transform and create it again.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot rename \"%s\": it belongs to a continuous view",
+							stmt->relation->relname)));
+		}
+		if (stmt->renameType == OBJECT_COLUMN && is_stream_with_views(relid))
+		{
+			char	   *user = catalog_column_user(relid, stmt->subname);
+
+			if (user != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename column \"%s\" of stream \"%s\" while continuous views read it",
+								stmt->subname, stmt->relation->relname),
+						 errdetail("%s uses the column.", user),
+						 errhint("Drop the continuous views and transforms that use the column first.")));
+		}
+	}
+}
+
+/*
+ * DROP VIEW of continuous views and transforms: lock their streams first.
+ *
+ * Writers lock the stream, then (in the maintenance trigger) the
+ * materialization and side tables.  Left alone, DROP VIEW locks the view and
+ * its materialization first and the stream last (dropping the trigger takes
+ * AccessExclusiveLock on it), so a writer in the middle of its batches and
+ * DROP VIEW wait for each other.  Taking the stream's lock up front gives
+ * both one order: DROP VIEW queues behind the writers of the stream, and
+ * writers that come after it wait for it and then no longer see the view.
+ * Only the view's owner (who may drop it) takes the lock; anyone else gets
+ * DROP VIEW's own permission error without blocking anyone.
+ */
+static void
+lock_streams_of_dropped_views(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_VIEW)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)),
+											 NoLock, true);
+		Oid			streamid;
+
+		if (!OidIsValid(relid) || !pg_class_ownercheck(relid, GetUserId()))
+			continue;
+		streamid = catalog_stream_of(relid);
+		if (OidIsValid(streamid))
+			LockRelationOid(streamid, AccessExclusiveLock);
+	}
+}
+
+/* stream_ext.maintain or stream_ext.reject_stream_modification? */
+static bool
+is_stream_ext_trigger_function(List *funcname)
+{
+	char	   *schema;
+	char	   *name;
+
+	DeconstructQualifiedName(funcname, &schema, &name);
+	return schema != NULL && strcmp(schema, "stream_ext") == 0 &&
+		(strcmp(name, "maintain") == 0 ||
+		 strcmp(name, "reject_stream_modification") == 0);
+}
+
+static void
+stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+						  bool readOnlyTree, ProcessUtilityContext context,
+						  ParamListInfo params, QueryEnvironment *queryEnv,
+						  DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	bool		drops = false;
+	CreateTrigStmt *trigger = NULL;
+	bool		schedule;
+
+	/* the pg_cron job of stream_ext.run_maintenance() (housekeeping/retention.c) */
+	schedule = retention_utility_before(parsetree);
+
+	if (IsA(parsetree, ViewStmt))
+	{
+		ViewStmt   *stmt = (ViewStmt *) parsetree;
+		bool		has_option = false;
+		ListCell   *lc;
+
+		foreach(lc, stmt->options)
+			has_option |= (strcmp(((DefElem *) lfirst(lc))->defname, "continuous") == 0);
+		if (has_option)
+		{
+			List	   *cvopts = NIL;
+
+			if (readOnlyTree)
+			{
+				pstmt = copyObject(pstmt);
+				parsetree = pstmt->utilityStmt;
+				stmt = (ViewStmt *) parsetree;
+				readOnlyTree = false;
+			}
+			if (ddl_take_continuous_option(stmt, &cvopts))
+			{
+				ddl_create_view(stmt, cvopts, queryString,
+								pstmt->stmt_location, pstmt->stmt_len);
+				if (qc)
+					SetQueryCompletion(qc, CMDTAG_CREATE_VIEW, 0);
+				return;			/* schedule is false: not an extension statement */
+			}
+		}
+	}
+	else if (IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt) ||
+			 IsA(parsetree, AlterObjectSchemaStmt))
+	{
+		if (stream_ext_installed())
+			check_alter(parsetree);
+	}
+	else if (IsA(parsetree, DropStmt))
+	{
+		drops = !((DropStmt *) parsetree)->concurrent;
+		if (stream_ext_installed())
+			lock_streams_of_dropped_views((DropStmt *) parsetree);
+	}
+	else if (IsA(parsetree, DropOwnedStmt))
+		drops = true;
+	else if (IsA(parsetree, CreateTrigStmt) &&
+			 is_stream_ext_trigger_function(((CreateTrigStmt *) parsetree)->funcname))
+		trigger = (CreateTrigStmt *) parsetree;
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
+		ddl_notify_pgrst_reload();
+
+	/* pg_restore creating a stream's triggers: see catalog_restore_dependencies() */
+	if (trigger && stream_ext_installed())
+	{
+		Oid			relid = RangeVarGetRelid(trigger->relation, NoLock, true);
+
+		if (OidIsValid(relid) && catalog_is_stream(relid))
+			(void) catalog_restore_dependencies(relid);
+	}
+
+	if (schedule)
+		retention_utility_after();
+}
+
+void
+ddl_init(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = stream_ext_ProcessUtility;
+}
