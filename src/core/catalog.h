@@ -63,8 +63,6 @@ extern void catalog_set_stream_retention(Oid relid, Interval *retention);
 /* returns the number of continuous views forgotten */
 extern uint64 catalog_remove_orphans(void);
 
-/* re-record dependencies pg_dump does not keep (after pg_restore) */
-extern int	catalog_restore_dependencies(Oid streamid);
 
 /* run catalog writes as the extension's owner */
 extern void catalog_begin_write(Oid *save_userid, int *save_sec);

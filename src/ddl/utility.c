@@ -25,6 +25,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "ddl/create_view.h"
+#include "ddl/restore.h"
 #include "ddl/utility.h"
 #include "housekeeping/retention.h"
 #include "maintain/maintain.h"
@@ -317,13 +318,13 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
 		ddl_notify_pgrst_reload();
 
-	/* pg_restore creating a stream's triggers: see catalog_restore_dependencies() */
+	/* pg_restore creating a stream's triggers: see ddl_restore_dependencies() */
 	if (trigger && stream_ext_installed())
 	{
 		Oid			relid = RangeVarGetRelid(trigger->relation, NoLock, true);
 
 		if (OidIsValid(relid) && catalog_is_stream(relid))
-			(void) catalog_restore_dependencies(relid);
+			(void) ddl_restore_dependencies(relid);
 	}
 
 	if (schedule)

@@ -41,7 +41,9 @@ def main(argv):
     for m, c in mods.items():
         h = c[:-2] + ".h"
         if os.path.exists(h):
-            headers[os.path.basename(h)] = m
+            # as src/ files include it ("ddl/utility.h"), so that a system
+            # header of the same name ("tcop/utility.h") is not taken for it
+            headers[os.path.relpath(h, srcdir)] = m
 
     defined, used = {}, {m: set() for m in mods}
     for m, c in mods.items():
@@ -71,7 +73,7 @@ def main(argv):
             for line in fh:
                 mm = inc.match(line)
                 if mm:
-                    d = headers.get(os.path.basename(mm.group(1)))
+                    d = headers.get(os.path.normpath(mm.group(1)))
                     if d and d != m:
                         edges[m].setdefault(d, set()).add("#include " + mm.group(1))
 
