@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "core/util.h"
 #include "ddl/create_view.h"
 #include "ddl/utility.h"
 #include "housekeeping/retention.h"
@@ -21,13 +22,10 @@
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "query/aggsupport.h"
-#include "stream_ext.h"
 
 PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(stream_ext_assert_preloaded);
-
-bool		stream_ext_preloaded = false;
 
 void		_PG_init(void);
 

@@ -21,6 +21,8 @@
 
 #include "core/util.h"
 
+bool		stream_ext_preloaded = false;
+
 /* the owner of relation relid (pg_class.relowner) */
 Oid
 relation_owner(Oid relid)

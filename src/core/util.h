@@ -12,6 +12,9 @@
 
 #include "catalog/dependency.h"
 
+/* true when loaded through shared_preload_libraries (set by _PG_init()) */
+extern bool stream_ext_preloaded;
+
 extern Oid	relation_owner(Oid relid);
 extern void record_dependency(Oid classid, Oid objid, Oid refclassid,
 							  Oid refobjid, DependencyType type);

@@ -30,7 +30,6 @@
 
 #include "kafka/decode.h"
 #include "kafka/source.h"
-#include "stream_ext.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_source);
 PG_FUNCTION_INFO_V1(stream_ext_start_source);
