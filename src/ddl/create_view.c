@@ -330,7 +330,13 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		return;
 	}
 	cv_check_view_options(&opts);
-	cv_analyze(query, queryString, stmt->aliases, &plan);
+	{
+		/* FROM stream, stream_ext.hop(...): a copy reading the stream alone */
+		CVWindow   *hop;
+		Query	   *rewritten = window_rewrite_hop(query, queryString, &hop);
+
+		cv_analyze(rewritten, queryString, stmt->aliases, hop, &plan);
+	}
 	if (joins_has_tables(plan.query) &&
 		(session.enabled || lateness.enabled ||
 		 (plan.window && plan.window->kind != CV_WINDOW_TUMBLING) ||

@@ -50,7 +50,6 @@
 #include "query/aggsupport.h"
 #include "query/analyze.h"
 #include "query/joins.h"
-#include "windows/windows.h"
 
 static int
 error_position(const char *querytext, int location)
@@ -141,10 +140,13 @@ check_btree_type(CVPlan *plan, Oid type, const char *what, Expr *expr)
 /*
  * Validate an analyzed query for use as a continuous view and fill *plan.
  * Every rejection is feature_not_supported (or wrong_object_type for a
- * FROM item that is not a stream) and names the construct.
+ * FROM item that is not a stream) and names the construct.  A hopping
+ * window has been recognised and rewritten by window_rewrite_hop() before:
+ * q is then the copy reading the stream alone, and hop its window.
  */
 void
-cv_analyze(Query *q, const char *querytext, List *aliases, CVPlan *plan)
+cv_analyze(Query *q, const char *querytext, List *aliases,
+		   struct CVWindow *hop, CVPlan *plan)
 {
 	Node	   *volatile_node = NULL;
 	ListCell   *lc;
@@ -152,8 +154,7 @@ cv_analyze(Query *q, const char *querytext, List *aliases, CVPlan *plan)
 
 	memset(plan, 0, sizeof(CVPlan));
 	plan->querytext = querytext;
-	/* FROM stream, stream_ext.hop(...): a copy reading the stream alone */
-	q = window_rewrite_hop(plan, q);
+	plan->window = hop;
 	plan->query = q;
 
 	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)

@@ -59,7 +59,7 @@ typedef struct CVPlan
 #define CV_KEY_HASH_COLUMN "stream_ext_key_hash"
 
 extern void cv_analyze(Query *query, const char *querytext, List *aliases,
-					   CVPlan *plan);
+					   struct CVWindow *hop, CVPlan *plan);
 extern void cv_name_columns(CVPlan *plan);
 
 /* pieces of SQL generation, shared with windows/sessions.c */

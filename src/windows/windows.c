@@ -350,7 +350,7 @@ make_tumble(Expr *ts, int64 pane_us)
 }
 
 static Interval *
-const_interval(CVPlan *plan, Node *arg, const char *what)
+const_interval(const char *querytext, Node *arg, const char *what)
 {
 	Node	   *folded = eval_const_expressions(NULL, arg);
 	int			loc = exprLocation(arg);
@@ -359,8 +359,8 @@ const_interval(CVPlan *plan, Node *arg, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s must be a constant in a continuous view", what),
-				 (loc >= 0 && plan->querytext) ?
-				 errposition(pg_mbstrlen_with_len(plan->querytext, loc) + 1) : 0));
+				 (loc >= 0 && querytext) ?
+				 errposition(pg_mbstrlen_with_len(querytext, loc) + 1) : 0));
 	if (((Const *) folded)->constisnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -428,11 +428,12 @@ window_not_supported(const char *what, const char *hint)
 /*
  * FROM stream, stream_ext.hop(ts, size, slide) AS w(window_start): return
  * a copy of q reading the stream alone, with every use of window_start
- * replaced by the pane tumble(ts, gcd(size, slide)), and note the window
- * in plan->window.  Any other query is returned as it is.
+ * replaced by the pane tumble(ts, gcd(size, slide)), and the window in
+ * *window (for cv_analyze()).  Any other query is returned as it is, with
+ * *window NULL.
  */
 Query *
-window_rewrite_hop(CVPlan *plan, Query *q)
+window_rewrite_hop(Query *q, const char *querytext, CVWindow **window)
 {
 	RangeTblRef *rel_ref;
 	RangeTblRef *fn_ref;
@@ -448,6 +449,7 @@ window_rewrite_hop(CVPlan *plan, Query *q)
 	ListCell   *lc;
 	bool		grouped = false;
 
+	*window = NULL;
 	if (q->jointree == NULL)
 		return q;
 	if (list_length(q->jointree->fromlist) == 2 &&
@@ -491,8 +493,8 @@ window_rewrite_hop(CVPlan *plan, Query *q)
 	if (rte->funcordinality)
 		window_not_supported("hop() WITH ORDINALITY is not supported in a continuous view", NULL);
 	ts = linitial(hop->args);
-	size = const_interval(plan, lsecond(hop->args), "hop() size");
-	slide = const_interval(plan, lthird(hop->args), "hop() slide");
+	size = const_interval(querytext, lsecond(hop->args), "hop() size");
+	slide = const_interval(querytext, lthird(hop->args), "hop() slide");
 
 	win = palloc0(sizeof(CVWindow));
 	win->kind = CV_WINDOW_HOPPING;
@@ -537,7 +539,7 @@ window_rewrite_hop(CVPlan *plan, Query *q)
 	nq->havingQual = replace_varno_mutator(nq->havingQual, &ctx);
 	nq->jointree->fromlist = list_make1(makeNode(RangeTblRef));
 	((RangeTblRef *) linitial(nq->jointree->fromlist))->rtindex = rel_ref->rtindex;
-	plan->window = win;
+	*window = win;
 	return nq;
 }
 

@@ -44,8 +44,9 @@ typedef struct CVWindow
 /* take the options of WITH (continuous, ...) that windows own */
 extern List *window_take_options(List *options, List **window_options);
 
-/* cv_analyze(): recognise FROM s, stream_ext.hop(...) and rewrite it */
-extern Query *window_rewrite_hop(CVPlan *plan, Query *q);
+/* before cv_analyze(): recognise FROM s, stream_ext.hop(...) and rewrite it */
+extern Query *window_rewrite_hop(Query *q, const char *querytext,
+								 CVWindow **window);
 
 /* after cv_analyze(): sliding_window options, tumble() checks */
 extern void window_apply_options(CVPlan *plan, List *window_options,
