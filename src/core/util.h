@@ -11,6 +11,27 @@
 #define STREAM_EXT_UTIL_H
 
 #include "catalog/dependency.h"
+#include "datatype/timestamp.h"
+
+/* the column every stream gets, filled at insert (ddl/stream.c) */
+#define STREAM_ARRIVAL_COLUMN "arrival_timestamp"
+
+/* the Unix epoch, 1970-01-01 00:00:00 UTC, as a timestamptz */
+#define SE_UNIX_EPOCH_TIMESTAMP \
+	((TimestampTz) (UNIX_EPOCH_JDATE - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY)
+
+/* milliseconds since the Unix epoch (Kafka's timestamps) and back */
+static inline TimestampTz
+se_timestamp_from_unix_ms(int64 ms)
+{
+	return (TimestampTz) ms * 1000 + SE_UNIX_EPOCH_TIMESTAMP;
+}
+
+static inline int64
+se_timestamp_to_unix_ms(TimestampTz ts)
+{
+	return (ts - SE_UNIX_EPOCH_TIMESTAMP) / 1000;
+}
 
 /* true when loaded through shared_preload_libraries (set by _PG_init()) */
 extern bool stream_ext_preloaded;

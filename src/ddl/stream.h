@@ -10,9 +10,6 @@
 
 #include "core/util.h"
 
-/* the column every stream gets, filled at insert */
-#define STREAM_ARRIVAL_COLUMN "arrival_timestamp"
-
 /* set while stream_ext itself deletes raw rows (retention) */
 extern bool stream_ext_deleting_raw_rows;
 

@@ -38,9 +38,9 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "core/util.h"
 #include "kafka/decode.h"
 
-#define STREAM_ARRIVAL_COLUMN "arrival_timestamp"
 
 static int
 find_column(TupleDesc tupdesc, const char *name)
@@ -373,8 +373,7 @@ meta_value(KafkaColumn *col, const KafkaMessage *msg, Datum *value, bool *isnull
 			{
 				TimestampTz ts;
 
-				ts = (TimestampTz) msg->timestamp_ms * 1000 -
-					((TimestampTz) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+				ts = se_timestamp_from_unix_ms(msg->timestamp_ms);
 				if (col->typid == TIMESTAMPTZOID)
 					*value = TimestampTzGetDatum(ts);
 				else

@@ -64,7 +64,6 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_sink_worker_stats);
 #define SINK_ROWS_ENR		"stream_ext_sink_rows"
 #define SINK_NEW_TABLE		"stream_ext_sink_new"
 #define SINK_FETCH_ROWS		1000	/* trigger's cursor fetch size */
-#define ARRIVAL_COLUMN		"arrival_timestamp"
 
 #define SINK_OPTION_KEYS_HINT \
 	"Known options: batch_size, poll_interval_ms, columns, kafka; keys " \
@@ -225,7 +224,7 @@ payload_columns(Relation rel, List *explicit)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (att->attisdropped || strcmp(NameStr(att->attname), ARRIVAL_COLUMN) == 0)
+		if (att->attisdropped || strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0)
 			continue;
 		cols = lappend(cols, pstrdup(NameStr(att->attname)));
 	}

@@ -28,6 +28,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "core/util.h"
 #include "kafka/decode.h"
 #include "kafka/source.h"
 
@@ -189,8 +190,7 @@ source_option(const char *key, JsonbValue *v, void *arg)
 														 CStringGetDatum(s),
 														 ObjectIdGetDatum(InvalidOid),
 														 Int32GetDatum(-1)));
-			opts->start_timestamp_ms =
-				(ts + ((TimestampTz) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)) / 1000;
+			opts->start_timestamp_ms = se_timestamp_to_unix_ms(ts);
 		}
 		if (!parse->have_start)
 			opts->start = KAFKA_START_TIMESTAMP;

@@ -340,7 +340,7 @@ get_entry(Trigger *trigger)
 				 errmsg("continuous view with materialization %s does not exist",
 						trigger->tgargs[0]),
 				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
-	entry->arrival_attnum = get_attnum(entry->cat.streamid, "arrival_timestamp");
+	entry->arrival_attnum = get_attnum(entry->cat.streamid, STREAM_ARRIVAL_COLUMN);
 	if (entry->arrival_attnum != InvalidAttrNumber &&
 		get_atttype(entry->cat.streamid, entry->arrival_attnum) != TIMESTAMPTZOID)
 		entry->arrival_attnum = InvalidAttrNumber;

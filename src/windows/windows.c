@@ -55,6 +55,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "core/util.h"
 #include "maintain/maintain.h"
 #include "windows/windows.h"
 
@@ -64,7 +65,7 @@ PG_FUNCTION_INFO_V1(stream_ext_expire_sliding);
 PG_FUNCTION_INFO_V1(stream_ext_hop_open_from);
 
 /* windows are aligned to 1970-01-01 00:00:00 (UTC for timestamptz) */
-#define WINDOW_ORIGIN ((int64) (UNIX_EPOCH_JDATE - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY)
+#define WINDOW_ORIGIN ((int64) SE_UNIX_EPOCH_TIMESTAMP)
 
 #define BUCKET_COLUMN "window_bucket"
 
@@ -714,7 +715,7 @@ window_apply_options(CVPlan *plan, List *options, bool session_window)
 	}
 	win->pane_us = win->slide_us;
 
-	colname = tc ? defGetString(tc) : "arrival_timestamp";
+	colname = tc ? defGetString(tc) : STREAM_ARRIVAL_COLUMN;
 	attno = get_attnum(plan->streamid, colname);
 	if (attno == InvalidAttrNumber || attno < 0)
 		ereport(ERROR,
