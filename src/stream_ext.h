@@ -8,7 +8,7 @@
 #ifndef STREAM_EXT_H
 #define STREAM_EXT_H
 
-/* true when loaded through shared_preload_libraries */
-extern bool stream_ext_preloaded;
+/* stream_ext_preloaded: core/util.h */
+#include "core/util.h"
 
 #endif							/* STREAM_EXT_H */

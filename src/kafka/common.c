@@ -55,7 +55,9 @@
  * ----------------------------------------------------------------
  */
 
-static const KafkaKind *const kafka_kinds[] = {&kafka_source_kind, &kafka_sink_kind};
+/* the kinds whose tables of slots live in shared memory (their _init()) */
+static const KafkaKind *kafka_kinds[2];
+static int	kafka_nkinds = 0;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -73,7 +75,7 @@ kafka_shmem_request(void)
 
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	for (i = 0; i < lengthof(kafka_kinds); i++)
+	for (i = 0; i < kafka_nkinds; i++)
 	{
 		RequestAddinShmemSpace(slot_table_size(kafka_kinds[i]));
 		RequestNamedLWLockTranche(kafka_kinds[i]->tranche, 1);
@@ -89,7 +91,7 @@ kafka_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	for (i = 0; i < lengthof(kafka_kinds); i++)
+	for (i = 0; i < kafka_nkinds; i++)
 	{
 		const KafkaKind *kind = kafka_kinds[i];
 		Size		size = slot_table_size(kind);
@@ -109,11 +111,11 @@ kafka_shmem_startup(void)
 }
 
 /*
- * Called from _PG_init: the GUC stream_ext.allowed_brokers; the tables of
- * slots, when preloaded.
+ * Called from _PG_init (before the sources' and sinks' own _init()): the
+ * GUC stream_ext.allowed_brokers.
  */
 void
-kafka_shmem_init(void)
+kafka_common_init(void)
 {
 	DefineCustomStringVariable("stream_ext.allowed_brokers",
 							   "Kafka brokers that sources and sinks of non-superusers may connect to.",
@@ -122,7 +124,22 @@ kafka_shmem_init(void)
 							   "",
 							   PGC_SUSET, GUC_LIST_INPUT,
 							   kafka_check_allowed_brokers, NULL, NULL);
+}
+
+/*
+ * Called from a kind's _init() (kafka_source_init(), kafka_sink_init()) at
+ * preload, after its GUC max_slots is defined: its table of slots is
+ * allocated in shared memory when the server starts.
+ */
+void
+kafka_slot_table_register(const KafkaKind *kind)
+{
 	if (!process_shared_preload_libraries_in_progress)
+		return;
+	if (kafka_nkinds >= lengthof(kafka_kinds))
+		elog(ERROR, "too many kinds of Kafka slot tables");
+	kafka_kinds[kafka_nkinds++] = kind;
+	if (kafka_nkinds > 1)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = kafka_shmem_request;
@@ -1144,6 +1161,36 @@ kafka_bgworker_init(BackgroundWorker *worker, const char *function, const char *
 	snprintf(worker->bgw_function_name, BGW_MAXLEN, "%s", function);
 	snprintf(worker->bgw_type, BGW_MAXLEN, "%s", type);
 	worker->bgw_notify_pid = 0;
+}
+
+/*
+ * Register a dynamic worker (kafka_bgworker_init()) named name, with extra
+ * (extra_size bytes) in its bgw_extra.  Without a free background worker
+ * slot: ERROR if error_on_failure, else WARNING and false.  what names the
+ * worker in that message, hint says what to raise.
+ */
+bool
+kafka_bgworker_launch(const char *function, const char *type, const char *name,
+					  const void *extra, Size extra_size, bool error_on_failure,
+					  const char *what, const char *hint)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	kafka_bgworker_init(&worker, function, type);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+	Assert(extra_size <= BGW_EXTRALEN);
+	memcpy(worker.bgw_extra, extra, extra_size);
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		ereport(error_on_failure ? ERROR : WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start %s: no free background worker slot", what),
+				 errhint("%s", hint)));
+		return false;
+	}
+	return true;
 }
 
 /* ----------------------------------------------------------------

@@ -89,10 +89,8 @@ typedef struct KafkaKind
 	const char *slot_guc;		/* raise it then */
 } KafkaKind;
 
-extern const KafkaKind kafka_source_kind;	/* source.c */
-extern const KafkaKind kafka_sink_kind;	/* sink.c */
-
-extern void kafka_shmem_init(void);
+extern void kafka_common_init(void);
+extern void kafka_slot_table_register(const KafkaKind *kind);
 extern bool kafka_slot_is_live(const KafkaKind *kind, Oid dboid, Oid catalog_relid,
 							   int32 id, int32 worker);
 extern void *kafka_slot_snapshot(const KafkaKind *kind, int *nslots);
@@ -162,6 +160,10 @@ extern bool kafka_drop_begin(const KafkaKind *kind, FunctionCallInfo fcinfo,
 extern void kafka_drop_end(const KafkaKind *kind, const KafkaCatalogRow *row);
 extern void kafka_bgworker_init(BackgroundWorker *worker, const char *function,
 								const char *type);
+extern bool kafka_bgworker_launch(const char *function, const char *type,
+								  const char *name, const void *extra,
+								  Size extra_size, bool error_on_failure,
+								  const char *what, const char *hint);
 
 /* ---- in a worker ---- */
 

@@ -89,7 +89,10 @@ const KafkaKind kafka_sink_kind = {
 	.slot_guc = "stream_ext.kafka_max_sinks",
 };
 
-/* called from _PG_init: the GUC (the shared memory: common.c) */
+/*
+ * Called from _PG_init at preload: the GUC stream_ext.kafka_max_sinks and
+ * the table of sink slots in shared memory.
+ */
 void
 kafka_sink_init(void)
 {
@@ -100,6 +103,7 @@ kafka_sink_init(void)
 							8, 1, 1024,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	kafka_slot_table_register(&kafka_sink_kind);
 }
 
 /* ----------------------------------------------------------------
@@ -416,23 +420,11 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 static bool
 launch_sink_worker(const KafkaSinkWorkerArgs *args, bool error_on_failure)
 {
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-
-	kafka_bgworker_init(&worker, "stream_ext_kafka_sink_worker_main", "stream_ext kafka sink");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka sink %d", args->sink_id);
-	memcpy(worker.bgw_extra, args, sizeof(KafkaSinkWorkerArgs));
-
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-	{
-		ereport(error_on_failure ? ERROR : WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("could not start the worker of Kafka sink %d: no free background worker slot",
-						args->sink_id),
-				 errhint("Raise max_worker_processes.")));
-		return false;
-	}
-	return true;
+	return kafka_bgworker_launch("stream_ext_kafka_sink_worker_main", "stream_ext kafka sink",
+								 psprintf("stream_ext kafka sink %d", args->sink_id),
+								 args, sizeof(KafkaSinkWorkerArgs), error_on_failure,
+								 psprintf("the worker of Kafka sink %d", args->sink_id),
+								 "Raise max_worker_processes.");
 }
 
 /*

@@ -61,6 +61,7 @@ typedef struct KafkaSinkShared
 
 extern KafkaSinkShared *kafka_sink_shared;
 extern int	kafka_max_sinks;
+extern const KafkaKind kafka_sink_kind;
 
 /* sink.c */
 extern void kafka_sink_init(void);

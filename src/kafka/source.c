@@ -18,6 +18,7 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -25,12 +26,13 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "kafka/decode.h"
 #include "kafka/source.h"
-#include "stream_ext.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_source);
 PG_FUNCTION_INFO_V1(stream_ext_start_source);
@@ -45,6 +47,9 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_partition_stats);
 	"column, key_column, partition_column, offset_column, timestamp_column, " \
 	"csv_delimiter, csv_quote, csv_escape, csv_null, kafka; keys containing " \
 	"a dot are librdkafka properties."
+
+KafkaShared *kafka_shared = NULL;
+int			kafka_max_workers = 16;
 
 /* sources, as common.c tells them from sinks */
 const KafkaKind kafka_source_kind = {
@@ -61,6 +66,23 @@ const KafkaKind kafka_source_kind = {
 	.slot_noun = "worker",
 	.slot_guc = "stream_ext.kafka_max_workers",
 };
+
+/*
+ * Called from _PG_init at preload: the GUC stream_ext.kafka_max_workers and
+ * the table of worker slots in shared memory.
+ */
+void
+kafka_source_init(void)
+{
+	DefineCustomIntVariable("stream_ext.kafka_max_workers",
+							"Maximum number of Kafka source workers (all databases).",
+							"Each worker takes a background worker slot too: raise max_worker_processes accordingly.",
+							&kafka_max_workers,
+							16, 1, 1024,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	kafka_slot_table_register(&kafka_source_kind);
+}
 
 /* ----------------------------------------------------------------
  * Options
@@ -417,6 +439,19 @@ stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(name));
 }
 
+/* register a dynamic source worker */
+static bool
+launch_source_worker(const KafkaWorkerArgs *args, bool error_on_failure)
+{
+	return kafka_bgworker_launch("stream_ext_kafka_worker_main", "stream_ext kafka worker",
+								 psprintf("stream_ext kafka source %d worker %d",
+										  args->source_id, args->worker),
+								 args, sizeof(KafkaWorkerArgs), error_on_failure,
+								 psprintf("worker %d of Kafka source %d",
+										  args->worker, args->source_id),
+								 "Raise max_worker_processes (and stream_ext.kafka_max_workers).");
+}
+
 /*
  * start_source(name) RETURNS text (the name): mark running and launch its
  * workers.  The workers wait for this transaction to end and exit at once if
@@ -471,7 +506,7 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 		wargs.worker = i;
 		wargs.nworkers = opts.workers;
 		wargs.wait_xid = GetTopTransactionId();
-		kafka_launch_worker(&wargs, true);
+		launch_source_worker(&wargs, true);
 	}
 
 	PG_RETURN_TEXT_P(cstring_to_text(name));
@@ -582,4 +617,84 @@ stream_ext_kafka_partition_stats(PG_FUNCTION_ARGS)
 		}
 	}
 	PG_RETURN_VOID();
+}
+
+/*
+ * Called by the launcher's scanner (connected to dboid, no transaction):
+ * start the missing workers of every running source.
+ */
+void
+kafka_source_launch_running(Oid dboid)
+{
+	List	   *todo = NIL;
+	ListCell   *lc;
+	MemoryContext outer = CurrentMemoryContext;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (OidIsValid(get_extension_oid("stream_ext", true)))
+	{
+		int			ret;
+		uint64		i;
+
+		SPI_connect();
+		ret = SPI_execute("SELECT id, owner::oid, options FROM stream_ext.kafka_sources "
+						  "WHERE state = 'running' ORDER BY id", true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+		for (i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			KafkaOptions opts;
+			KafkaWorkerArgs *wargs;
+			int			w;
+
+			PG_TRY();
+			{
+				kafka_parse_options(DatumGetJsonbP(SPI_getbinval(tup, desc, 3, &isnull)),
+									&opts);
+			}
+			PG_CATCH();
+			{
+				/* cannot happen for a validated source; keep scanning */
+				FlushErrorState();
+				opts.workers = 1;
+			}
+			PG_END_TRY();
+
+			for (w = 0; w < opts.workers; w++)
+			{
+				MemoryContext old = MemoryContextSwitchTo(outer);
+
+				wargs = palloc0(sizeof(KafkaWorkerArgs));
+				wargs->dboid = dboid;
+				wargs->catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
+				wargs->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+				wargs->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+				wargs->worker = w;
+				wargs->nworkers = opts.workers;
+				wargs->wait_xid = InvalidTransactionId;
+				todo = lappend(todo, wargs);
+				MemoryContextSwitchTo(old);
+			}
+		}
+		SPI_finish();
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	foreach(lc, todo)
+	{
+		KafkaWorkerArgs *wargs = lfirst(lc);
+
+		if (kafka_slot_is_live(&kafka_source_kind, wargs->dboid, wargs->catalog_relid,
+							   wargs->source_id, wargs->worker))
+			continue;
+		ereport(LOG,
+				(errmsg("stream_ext: starting worker %d of Kafka source %d",
+						wargs->worker, wargs->source_id)));
+		launch_source_worker(wargs, false);
+	}
 }

@@ -2,7 +2,7 @@
  *
  * source.h
  *	  Kafka ingest: source options, worker shared memory, and the entry
- *	  points shared by source.c (SQL functions), source_worker.c
+ *	  points shared by source.c (SQL functions, launch), source_worker.c
  *	  (consumer background workers) and launcher.c (supervisor).  What
  *	  sources share with sinks is in common.h.
  *
@@ -121,20 +121,16 @@ typedef struct KafkaShared
 
 extern KafkaShared *kafka_shared;
 
-/* GUCs (launcher.c) */
-extern int	kafka_max_workers;
-extern int	kafka_launcher_naptime;
-
-/* launcher.c */
-extern bool kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failure);
-
 /* source.c */
+extern int	kafka_max_workers;	/* GUC */
+extern const KafkaKind kafka_source_kind;
+
+extern void kafka_source_init(void);
 extern rd_kafka_conf_t *kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 										 const char *group_id, Oid role);
+extern void kafka_source_launch_running(Oid dboid);
 
-/* background worker entry points */
+/* background worker entry point (source_worker.c) */
 extern PGDLLEXPORT void stream_ext_kafka_worker_main(Datum main_arg);
-extern PGDLLEXPORT void stream_ext_kafka_launcher_main(Datum main_arg);
-extern PGDLLEXPORT void stream_ext_kafka_scanner_main(Datum main_arg);
 
 #endif							/* STREAM_EXT_KAFKA_H */
