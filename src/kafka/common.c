@@ -319,7 +319,7 @@ add_property(List **keys, List **values, const char *key, JsonbValue *v)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"%s\" must be a string, number or boolean", key)));
 	*keys = lappend(*keys, pstrdup(key));
-	*values = lappend(*values, jsonb_value_text(v));
+	*values = lappend(*values, kafka_jsonb_value_text(v));
 }
 
 /*

@@ -39,7 +39,7 @@ typedef enum KafkaWorkerState
 
 /*
  * The part of a worker's shared-memory slot that sources and sinks share:
- * the first member of KafkaWorkerSlot (source.h) and KafkaSinkSlot
+ * the first member of KafkaSourceSlot (source.h) and KafkaSinkSlot
  * (sink.h).
  */
 typedef struct KafkaSlot
@@ -60,7 +60,7 @@ typedef struct KafkaSlot
 	char		last_error[KAFKA_ERRMSG_LEN];
 } KafkaSlot;
 
-/* the head of a table of slots in shared memory (KafkaShared, KafkaSinkShared) */
+/* the head of a table of slots in shared memory (KafkaSourceShared, KafkaSinkShared) */
 typedef struct KafkaSlotTable
 {
 	LWLock	   *lock;
@@ -79,7 +79,7 @@ typedef struct KafkaKind
 	const char *login_detail;	/* detail when the owner cannot log in */
 
 	/* the table of slots */
-	void	  **shared;			/* where it is attached (kafka_shared...) */
+	void	  **shared;			/* where it is attached (kafka_source_shared...) */
 	const char *shmem_name;
 	const char *tranche;
 	int		   *max_slots;		/* its GUC */

@@ -390,7 +390,7 @@ meta_value(KafkaColumn *col, const KafkaMessage *msg, Datum *value, bool *isnull
 
 /* text form of a JSON value for a column's input function; NULL for null */
 char *
-jsonb_value_text(JsonbValue *v)
+kafka_jsonb_value_text(JsonbValue *v)
 {
 	switch (v->type)
 	{
@@ -452,7 +452,7 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 				container = v.val.binary.data;
 			}
 		}
-		text = found ? jsonb_value_text(&v) : NULL;
+		text = found ? kafka_jsonb_value_text(&v) : NULL;
 		if (text == NULL)
 		{
 			dec->nulls[i] = true;

@@ -143,11 +143,11 @@ stream_ext_kafka_launcher_main(Datum main_arg)
 	/* no database: only shared catalogs */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
-	if (kafka_shared)
+	if (kafka_source_shared)
 	{
-		LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
-		kafka_shared->launcher_pid = MyProcPid;
-		LWLockRelease(kafka_shared->table.lock);
+		LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
+		kafka_source_shared->launcher_pid = MyProcPid;
+		LWLockRelease(kafka_source_shared->table.lock);
 	}
 	ereport(DEBUG1, (errmsg("stream_ext kafka launcher started")));
 

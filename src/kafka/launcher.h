@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef STREAM_EXT_LAUNCHER_H
-#define STREAM_EXT_LAUNCHER_H
+#ifndef STREAM_EXT_KAFKA_LAUNCHER_H
+#define STREAM_EXT_KAFKA_LAUNCHER_H
 
 extern int	kafka_launcher_naptime;
 
@@ -17,4 +17,4 @@ extern void kafka_launcher_init(void);
 extern PGDLLEXPORT void stream_ext_kafka_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void stream_ext_kafka_scanner_main(Datum main_arg);
 
-#endif							/* STREAM_EXT_LAUNCHER_H */
+#endif							/* STREAM_EXT_KAFKA_LAUNCHER_H */

@@ -20,7 +20,7 @@
 #include "storage/lwlock.h"
 #include "utils/jsonb.h"
 
-#include "kafka/source.h"
+#include "kafka/common.h"
 
 #define SINK_FORMAT_JSON	0
 #define SINK_FORMAT_CSV		1

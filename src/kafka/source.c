@@ -48,8 +48,8 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_partition_stats);
 	"csv_delimiter, csv_quote, csv_escape, csv_null, kafka; keys containing " \
 	"a dot are librdkafka properties."
 
-KafkaShared *kafka_shared = NULL;
-int			kafka_max_workers = 16;
+KafkaSourceShared *kafka_source_shared = NULL;
+int			kafka_max_source_workers = 16;
 
 /* sources, as common.c tells them from sinks */
 const KafkaKind kafka_source_kind = {
@@ -57,12 +57,12 @@ const KafkaKind kafka_source_kind = {
 	.table = "kafka_sources",
 	.missing_hint = "Is the extension stream_ext installed in this database?",
 	.login_detail = "Source workers connect as the source's owner.",
-	.shared = (void **) &kafka_shared,
+	.shared = (void **) &kafka_source_shared,
 	.shmem_name = "stream_ext kafka",
 	.tranche = "stream_ext_kafka",
-	.max_slots = &kafka_max_workers,
-	.header_size = offsetof(KafkaShared, slots),
-	.slot_size = sizeof(KafkaWorkerSlot),
+	.max_slots = &kafka_max_source_workers,
+	.header_size = offsetof(KafkaSourceShared, slots),
+	.slot_size = sizeof(KafkaSourceSlot),
 	.slot_noun = "worker",
 	.slot_guc = "stream_ext.kafka_max_workers",
 };
@@ -77,7 +77,7 @@ kafka_source_init(void)
 	DefineCustomIntVariable("stream_ext.kafka_max_workers",
 							"Maximum number of Kafka source workers (all databases).",
 							"Each worker takes a background worker slot too: raise max_worker_processes accordingly.",
-							&kafka_max_workers,
+							&kafka_max_source_workers,
 							16, 1, 1024,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
@@ -441,12 +441,12 @@ stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
 
 /* register a dynamic source worker */
 static bool
-launch_source_worker(const KafkaWorkerArgs *args, bool error_on_failure)
+launch_source_worker(const KafkaSourceWorkerArgs *args, bool error_on_failure)
 {
-	return kafka_bgworker_launch("stream_ext_kafka_worker_main", "stream_ext kafka worker",
+	return kafka_bgworker_launch("stream_ext_kafka_source_worker_main", "stream_ext kafka worker",
 								 psprintf("stream_ext kafka source %d worker %d",
 										  args->source_id, args->worker),
-								 args, sizeof(KafkaWorkerArgs), error_on_failure,
+								 args, sizeof(KafkaSourceWorkerArgs), error_on_failure,
 								 psprintf("worker %d of Kafka source %d",
 										  args->worker, args->source_id),
 								 "Raise max_worker_processes (and stream_ext.kafka_max_workers).");
@@ -467,7 +467,7 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 	Oid			catalog_relid;
 	int			i;
 
-	if (kafka_shared == NULL)
+	if (kafka_source_shared == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("Kafka sources need stream_ext in shared_preload_libraries"),
@@ -494,7 +494,7 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 	catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
 	for (i = 0; i < opts.workers; i++)
 	{
-		KafkaWorkerArgs wargs;
+		KafkaSourceWorkerArgs wargs;
 
 		if (kafka_slot_is_live(&kafka_source_kind, MyDatabaseId, catalog_relid, row.id, i))
 			continue;
@@ -547,7 +547,7 @@ Datum
 stream_ext_kafka_worker_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KafkaWorkerSlot *slots;
+	KafkaSourceSlot *slots;
 	int			nslots;
 	Oid			relid;
 	int			i;
@@ -557,7 +557,7 @@ stream_ext_kafka_worker_stats(PG_FUNCTION_ARGS)
 	relid = kafka_catalog_table(&kafka_source_kind, true);
 	for (i = 0; i < nslots; i++)
 	{
-		KafkaWorkerSlot *slot = &slots[i];
+		KafkaSourceSlot *slot = &slots[i];
 		Datum		values[14];
 		bool		nulls[14];
 
@@ -584,7 +584,7 @@ Datum
 stream_ext_kafka_partition_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KafkaWorkerSlot *slots;
+	KafkaSourceSlot *slots;
 	int			nslots;
 	Oid			relid;
 	int			i,
@@ -595,7 +595,7 @@ stream_ext_kafka_partition_stats(PG_FUNCTION_ARGS)
 	relid = kafka_catalog_table(&kafka_source_kind, true);
 	for (i = 0; i < nslots; i++)
 	{
-		KafkaWorkerSlot *slot = &slots[i];
+		KafkaSourceSlot *slot = &slots[i];
 
 		if (!kafka_slot_visible(&slot->common, relid))
 			continue;
@@ -648,7 +648,7 @@ kafka_source_launch_running(Oid dboid)
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
 			KafkaOptions opts;
-			KafkaWorkerArgs *wargs;
+			KafkaSourceWorkerArgs *wargs;
 			int			w;
 
 			PG_TRY();
@@ -668,7 +668,7 @@ kafka_source_launch_running(Oid dboid)
 			{
 				MemoryContext old = MemoryContextSwitchTo(outer);
 
-				wargs = palloc0(sizeof(KafkaWorkerArgs));
+				wargs = palloc0(sizeof(KafkaSourceWorkerArgs));
 				wargs->dboid = dboid;
 				wargs->catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
 				wargs->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
@@ -687,7 +687,7 @@ kafka_source_launch_running(Oid dboid)
 
 	foreach(lc, todo)
 	{
-		KafkaWorkerArgs *wargs = lfirst(lc);
+		KafkaSourceWorkerArgs *wargs = lfirst(lc);
 
 		if (kafka_slot_is_live(&kafka_source_kind, wargs->dboid, wargs->catalog_relid,
 							   wargs->source_id, wargs->worker))

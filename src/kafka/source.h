@@ -8,8 +8,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef STREAM_EXT_KAFKA_H
-#define STREAM_EXT_KAFKA_H
+#ifndef STREAM_EXT_KAFKA_SOURCE_H
+#define STREAM_EXT_KAFKA_SOURCE_H
 
 #include "postgres.h"
 #include <librdkafka/rdkafka.h>
@@ -81,7 +81,7 @@ extern void kafka_parse_options(Jsonb *options, KafkaOptions *opts);
 /* ---- shared memory ---- */
 
 /* passed to a source worker in bgw_extra */
-typedef struct KafkaWorkerArgs
+typedef struct KafkaSourceWorkerArgs
 {
 	Oid			dboid;
 	Oid			catalog_relid;	/* OID of stream_ext.kafka_sources: tells
@@ -91,7 +91,7 @@ typedef struct KafkaWorkerArgs
 	int32		worker;			/* 0 .. nworkers-1 */
 	int32		nworkers;
 	TransactionId wait_xid;		/* start_source's xact, or Invalid */
-} KafkaWorkerArgs;
+} KafkaSourceWorkerArgs;
 
 typedef struct KafkaPartitionStat
 {
@@ -100,7 +100,7 @@ typedef struct KafkaPartitionStat
 	int64		high_watermark; /* -1 when unknown */
 } KafkaPartitionStat;
 
-typedef struct KafkaWorkerSlot
+typedef struct KafkaSourceSlot
 {
 	KafkaSlot	common;			/* id: the source; errors: bad messages */
 	uint64		messages;
@@ -110,19 +110,19 @@ typedef struct KafkaWorkerSlot
 	double		rate;			/* messages/s, smoothed */
 	int			npartitions;
 	KafkaPartitionStat partitions[KAFKA_MAX_WORKER_PARTITIONS];
-} KafkaWorkerSlot;
+} KafkaSourceSlot;
 
-typedef struct KafkaShared
+typedef struct KafkaSourceShared
 {
 	KafkaSlotTable table;
 	pid_t		launcher_pid;
-	KafkaWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} KafkaShared;
+	KafkaSourceSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} KafkaSourceShared;
 
-extern KafkaShared *kafka_shared;
+extern KafkaSourceShared *kafka_source_shared;
 
 /* source.c */
-extern int	kafka_max_workers;	/* GUC */
+extern int	kafka_max_source_workers;	/* GUC */
 extern const KafkaKind kafka_source_kind;
 
 extern void kafka_source_init(void);
@@ -131,6 +131,6 @@ extern rd_kafka_conf_t *kafka_build_conf(const char *brokers, const KafkaOptions
 extern void kafka_source_launch_running(Oid dboid);
 
 /* background worker entry point (source_worker.c) */
-extern PGDLLEXPORT void stream_ext_kafka_worker_main(Datum main_arg);
+extern PGDLLEXPORT void stream_ext_kafka_source_worker_main(Datum main_arg);
 
-#endif							/* STREAM_EXT_KAFKA_H */
+#endif							/* STREAM_EXT_KAFKA_SOURCE_H */

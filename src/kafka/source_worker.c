@@ -99,10 +99,10 @@ typedef struct DeadLetter
 	char	   *error;
 } DeadLetter;
 
-typedef struct Worker
+typedef struct SourceWorker
 {
-	KafkaWorkerArgs args;
-	KafkaWorkerSlot *slot;
+	KafkaSourceWorkerArgs args;
+	KafkaSourceSlot *slot;
 
 	/* the source (in source_cxt) */
 	char	   *name;
@@ -155,9 +155,9 @@ typedef struct Worker
 	TimestampTz last_metadata_check;
 	TimestampTz rate_time;
 	uint64		rate_messages;
-} Worker;
+} SourceWorker;
 
-static Worker W;
+static SourceWorker W;
 
 /* ----------------------------------------------------------------
  * Shared memory slot
@@ -184,7 +184,7 @@ publish_partitions(void)
 {
 	int			i;
 
-	LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
+	LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
 	W.slot->npartitions = Min(W.nmine, KAFKA_MAX_WORKER_PARTITIONS);
 	for (i = 0; i < W.slot->npartitions; i++)
 	{
@@ -192,7 +192,7 @@ publish_partitions(void)
 		W.slot->partitions[i].next_offset = W.next_offset[i];
 		W.slot->partitions[i].high_watermark = W.high_watermark[i];
 	}
-	LWLockRelease(kafka_shared->table.lock);
+	LWLockRelease(kafka_source_shared->table.lock);
 }
 
 /* refresh the cached high watermarks (non-blocking) */
@@ -922,7 +922,7 @@ rethrow_transient(ErrorData *edata)
 /*
  * Run one INSERT of the batch (or of a part of it) in a subtransaction:
  * the statement sql, or with sql NULL the ntuples tuples through
- * stream_bulk_insert(), which sets *unsupported (and does nothing) when it
+ * kafka_bulk_insert(), which sets *unsupported (and does nothing) when it
  * cannot stand in for the statement.  Returns NULL when it succeeded, else
  * the error message (allocated in the batch context), the subtransaction
  * rolled back so the batch can go on; a transient error is rethrown.
@@ -939,7 +939,7 @@ insert_in_subxact(const char *sql, HeapTuple *tuples, int ntuples,
 	PG_TRY();
 	{
 		if (sql == NULL)
-			*unsupported = !stream_bulk_insert(W.stream, W.dec->tupdesc, W.attnums,
+			*unsupported = !kafka_bulk_insert(W.stream, W.dec->tupdesc, W.attnums,
 											   tuples, ntuples);
 		else
 		{
@@ -1334,7 +1334,7 @@ update_rate(void)
 
 	if (ms < 1000)
 		return;
-	LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
+	LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
 	{
 		double		inst = (double) (W.slot->messages - W.rate_messages) * 1000.0 / ms;
 
@@ -1343,13 +1343,13 @@ update_rate(void)
 			W.slot->rate = 0;
 		W.rate_messages = W.slot->messages;
 	}
-	LWLockRelease(kafka_shared->table.lock);
+	LWLockRelease(kafka_source_shared->table.lock);
 	W.rate_time = now;
 }
 
 /* one pass of the loop; returns false when the worker should exit */
 static bool
-worker_iteration(void)
+source_worker_iteration(void)
 {
 	TimestampTz now;
 	const char *rk_error;
@@ -1407,7 +1407,7 @@ worker_iteration(void)
 								 TimestampDifferenceMilliseconds(W.batch_started, now))));
 		W.batch_done = now;
 		W.avg_msg_len = (double) n_bytes / n;
-		LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
+		LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
 		W.slot->messages += n;
 		W.slot->bytes += n_bytes;
 		W.slot->batches++;
@@ -1422,7 +1422,7 @@ worker_iteration(void)
 		 */
 		if (W.slot->common.state == KWS_RETRYING && !W.client_failing)
 			W.slot->common.state = KWS_RUNNING;
-		LWLockRelease(kafka_shared->table.lock);
+		LWLockRelease(kafka_source_shared->table.lock);
 		W.backoff_ms = 0;
 		publish_partitions();
 		W.last_state_check = GetCurrentTimestamp();
@@ -1469,19 +1469,19 @@ has_consumer(void)
 }
 
 void
-stream_ext_kafka_worker_main(Datum main_arg)
+stream_ext_kafka_source_worker_main(Datum main_arg)
 {
 	KafkaWorkerLoop loop;
 
 	memset(&W, 0, sizeof(W));
-	memcpy(&W.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaWorkerArgs));
+	memcpy(&W.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaSourceWorkerArgs));
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	/* connect as the source's owner, claim the slot, wait for start_source */
-	W.slot = (KafkaWorkerSlot *) kafka_worker_attach(&kafka_source_kind,
+	W.slot = (KafkaSourceSlot *) kafka_worker_attach(&kafka_source_kind,
 													 W.args.dboid, W.args.catalog_relid,
 													 W.args.owner, W.args.source_id,
 													 W.args.worker, W.args.wait_xid);
@@ -1500,7 +1500,7 @@ stream_ext_kafka_worker_main(Datum main_arg)
 	W.last_state_check = W.rate_time;
 
 	/* after an error: rebuild from the stored offsets, nothing of the batch stuck */
-	loop.iteration = worker_iteration;
+	loop.iteration = source_worker_iteration;
 	loop.teardown = teardown_consumer;
 	loop.has_client = has_consumer;
 	loop.recheck_on_exit = false;
