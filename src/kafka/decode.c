@@ -261,37 +261,6 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 	return dec;
 }
 
-/*
- * INSERT INTO rel (cols) SELECT cols FROM enrname
- */
-char *
-kafka_decoder_insert_sql(KafkaDecoder *dec, const char *enrname)
-{
-	StringInfoData cols;
-	StringInfoData sql;
-	char	   *nspname = get_namespace_name(get_rel_namespace(dec->relid));
-	char	   *relname = get_rel_name(dec->relid);
-	int			i;
-
-	if (nspname == NULL || relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("stream with OID %u does not exist", dec->relid)));
-
-	initStringInfo(&cols);
-	for (i = 0; i < dec->ncolumns; i++)
-	{
-		if (i > 0)
-			appendStringInfoString(&cols, ", ");
-		appendStringInfoString(&cols, quote_identifier(dec->columns[i].name));
-	}
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s",
-					 quote_qualified_identifier(nspname, relname),
-					 cols.data, cols.data, quote_identifier(enrname));
-	return sql.data;
-}
-
 /* validated, NUL-terminated copy of a text payload */
 static char *
 payload_cstring(const char *data, size_t len)

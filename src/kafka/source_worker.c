@@ -219,6 +219,40 @@ refresh_watermarks(void)
  * ----------------------------------------------------------------
  */
 
+/*
+ * INSERT INTO stream (cols) SELECT cols FROM enrname, cols being dec's
+ * target columns: the batch's insert where kafka_bulk_insert() cannot
+ * stand in for it (see insert_tuples()).  Exported for the decoder's fuzz
+ * harness (test/fuzz), which checks that it parses for any options.
+ */
+char *
+kafka_decoder_insert_sql(const KafkaDecoder *dec, const char *enrname)
+{
+	StringInfoData cols;
+	StringInfoData sql;
+	char	   *nspname = get_namespace_name(get_rel_namespace(dec->relid));
+	char	   *relname = get_rel_name(dec->relid);
+	int			i;
+
+	if (nspname == NULL || relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("stream with OID %u does not exist", dec->relid)));
+
+	initStringInfo(&cols);
+	for (i = 0; i < dec->ncolumns; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&cols, ", ");
+		appendStringInfoString(&cols, quote_identifier(dec->columns[i].name));
+	}
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s",
+					 quote_qualified_identifier(nspname, relname),
+					 cols.data, cols.data, quote_identifier(enrname));
+	return sql.data;
+}
+
 /* load the source definition; false if it is not (or no longer) running */
 static bool
 load_source(void)
