@@ -262,13 +262,45 @@ kafka_opt_string(JsonbValue *v, const char *key)
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 
-/* an integer in [min, max], given as a JSON number or string */
+/*
+ * The integer options of sources and sinks and their bounds, as
+ * docs/kafka.md lists them.
+ */
+static const KafkaIntOption kafka_int_options[] = {
+	{"source", "start_offset", 0, PG_INT64_MAX},
+	{"source", "start_timestamp", 0, PG_INT64_MAX},
+	{"source", "batch_size", 1, 1000000},
+	{"source", "max_wait_ms", 1, 60000},
+	{"source", "workers", 1, KAFKA_MAX_WORKERS_PER_SOURCE},
+	{"source", "max_message_bytes", 1, MaxAllocSize - 1},
+	{"sink", "batch_size", 1, 100000},
+	{"sink", "poll_interval_ms", 10, 60000},
+};
+
+/*
+ * Integer option key of a source or sink (kind), given as a JSON number or
+ * string, within its bounds in kafka_int_options[].
+ */
 int64
-kafka_opt_int(JsonbValue *v, const char *key, int64 min, int64 max)
+kafka_opt_int(JsonbValue *v, const KafkaKind *kind, const char *key)
 {
 	char	   *s;
 	char	   *end;
 	int64		val;
+	int64		min = 0;
+	int64		max = -1;
+	int			i;
+
+	for (i = 0; i < lengthof(kafka_int_options); i++)
+		if (strcmp(kafka_int_options[i].noun, kind->noun) == 0 &&
+			strcmp(kafka_int_options[i].key, key) == 0)
+		{
+			min = kafka_int_options[i].min;
+			max = kafka_int_options[i].max;
+			break;
+		}
+	if (i == lengthof(kafka_int_options))
+		elog(ERROR, "no bounds for Kafka %s option \"%s\"", kind->noun, key);
 
 	if (v->type == jbvNumeric)
 		s = DatumGetCString(DirectFunctionCall1(numeric_out,

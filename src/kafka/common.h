@@ -27,6 +27,16 @@
 #define KAFKA_NAME_MAXLEN			63
 #define KAFKA_ERRMSG_LEN			256
 
+/* ---- timing of the workers (ms) ---- */
+
+#define KAFKA_STATE_CHECK_MS		1000	/* re-read the catalog state of
+											 * the source or sink */
+#define KAFKA_REQUEST_TIMEOUT_MS	5000	/* a request to the cluster that
+											 * waits for its answer
+											 * (metadata, offsets) */
+#define KAFKA_PROBE_TIMEOUT_MS		1000	/* after broker errors: does the
+											 * cluster answer again? */
+
 /* ---- shared memory ---- */
 
 typedef enum KafkaWorkerState
@@ -109,8 +119,19 @@ typedef void (*KafkaOptionHandler) (const char *key, JsonbValue *v, void *arg);
 extern void kafka_parse_option_object(Jsonb *options, KafkaOptionHandler handler,
 									  void *arg, List **prop_keys,
 									  List **prop_values);
+/* the bounds of an integer option (kafka_int_options[], common.c) */
+typedef struct KafkaIntOption
+{
+	const char *noun;			/* of its KafkaKind: "source", "sink" */
+	const char *key;
+	int64		min;
+	int64		max;
+} KafkaIntOption;
+
+#define KAFKA_MAX_WORKERS_PER_SOURCE 64
+
 extern char *kafka_opt_string(JsonbValue *v, const char *key);
-extern int64 kafka_opt_int(JsonbValue *v, const char *key, int64 min, int64 max);
+extern int64 kafka_opt_int(JsonbValue *v, const KafkaKind *kind, const char *key);
 extern List *kafka_opt_names(JsonbValue *v, const char *key);
 
 /* ---- librdkafka configuration ---- */

@@ -118,9 +118,9 @@ sink_option(const char *key, JsonbValue *v, void *arg)
 	KafkaSinkOptions *opts = (KafkaSinkOptions *) arg;
 
 	if (strcmp(key, "batch_size") == 0)
-		opts->batch_size = (int) kafka_opt_int(v, key, 1, 100000);
+		opts->batch_size = (int) kafka_opt_int(v, &kafka_sink_kind, key);
 	else if (strcmp(key, "poll_interval_ms") == 0)
-		opts->poll_interval_ms = (int) kafka_opt_int(v, key, 10, 60000);
+		opts->poll_interval_ms = (int) kafka_opt_int(v, &kafka_sink_kind, key);
 	else if (strcmp(key, "columns") == 0)
 	{
 		opts->columns = kafka_opt_names(v, key);

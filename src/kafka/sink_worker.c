@@ -52,8 +52,8 @@
 
 #include "kafka/sink.h"
 
-#define STATE_CHECK_MS		1000
 #define SHUTDOWN_FLUSH_MS	5000
+#define DELIVERY_POLL_MS	100	/* wait for delivery reports */
 
 typedef struct SinkWorker
 {
@@ -288,7 +288,7 @@ produce_batch(void)
 				return psprintf("cannot produce row " INT64_FORMAT " to Kafka topic \"%s\": %s",
 								S.seq[i], S.topic, rd_kafka_err2str(err));
 			/* the local queue is full: serve delivery reports, then retry */
-			rd_kafka_poll(S.rk, 100);
+			rd_kafka_poll(S.rk, DELIVERY_POLL_MS);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
@@ -312,14 +312,14 @@ wait_for_acks(void)
 	{
 		TimestampTz now;
 
-		rd_kafka_poll(S.rk, 100);
+		rd_kafka_poll(S.rk, DELIVERY_POLL_MS);
 		CHECK_FOR_INTERRUPTS();
 		if ((rk_error = kafka_pending_error()) != NULL)
 			set_error(rk_error, KWS_RETRYING);
 		now = GetCurrentTimestamp();
 		if (keep_going && ShutdownRequestPending)
 			keep_going = false;
-		if (keep_going && TimestampDifferenceExceeds(last_check, now, STATE_CHECK_MS))
+		if (keep_going && TimestampDifferenceExceeds(last_check, now, KAFKA_STATE_CHECK_MS))
 		{
 			last_check = now;
 			keep_going = kafka_worker_is_running_xact();

@@ -195,14 +195,14 @@ source_option(const char *key, JsonbValue *v, void *arg)
 	}
 	else if (strcmp(key, "start_offset") == 0)
 	{
-		opts->start_offset = kafka_opt_int(v, key, 0, PG_INT64_MAX);
+		opts->start_offset = kafka_opt_int(v, &kafka_source_kind, key);
 		if (!parse->have_start)
 			opts->start = KAFKA_START_OFFSET;
 	}
 	else if (strcmp(key, "start_timestamp") == 0)
 	{
 		if (v->type == jbvNumeric)
-			opts->start_timestamp_ms = kafka_opt_int(v, key, 0, PG_INT64_MAX);
+			opts->start_timestamp_ms = kafka_opt_int(v, &kafka_source_kind, key);
 		else
 		{
 			char	   *s = kafka_opt_string(v, key);
@@ -219,13 +219,13 @@ source_option(const char *key, JsonbValue *v, void *arg)
 			opts->start = KAFKA_START_TIMESTAMP;
 	}
 	else if (strcmp(key, "batch_size") == 0)
-		opts->batch_size = (int) kafka_opt_int(v, key, 1, 1000000);
+		opts->batch_size = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "max_wait_ms") == 0)
-		opts->max_wait_ms = (int) kafka_opt_int(v, key, 1, 60000);
+		opts->max_wait_ms = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "workers") == 0)
-		opts->workers = (int) kafka_opt_int(v, key, 1, KAFKA_MAX_WORKERS_PER_SOURCE);
+		opts->workers = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "max_message_bytes") == 0)
-		opts->max_message_bytes = (int) kafka_opt_int(v, key, 1, MaxAllocSize - 1);
+		opts->max_message_bytes = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "on_error") == 0)
 	{
 		char	   *s = kafka_opt_string(v, key);

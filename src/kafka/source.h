@@ -22,7 +22,6 @@
 #include "kafka/common.h"
 
 #define KAFKA_MAX_WORKER_PARTITIONS	256
-#define KAFKA_MAX_WORKERS_PER_SOURCE 64
 
 /* where a partition without a stored offset starts */
 typedef enum KafkaStartPos

@@ -79,7 +79,6 @@
 
 #define BATCH_ENR_NAME	"stream_ext_batch"
 #define IDLE_POLL_MS	250
-#define STATE_CHECK_MS	1000
 #define METADATA_CHECK_MS 30000
 #define RETRY_MIN_MS	100		/* backoff of a batch retried after a transient error */
 #define RETRY_MAX_MS	10000
@@ -421,7 +420,7 @@ resolve_start_offset(int32 partition)
 	if (W.opts.start == KAFKA_START_OFFSET)
 		return W.opts.start_offset;
 
-	err = rd_kafka_query_watermark_offsets(W.rk, W.topic, partition, &lo, &hi, 5000);
+	err = rd_kafka_query_watermark_offsets(W.rk, W.topic, partition, &lo, &hi, KAFKA_REQUEST_TIMEOUT_MS);
 	if (err)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -439,7 +438,7 @@ resolve_start_offset(int32 partition)
 
 		rd_kafka_topic_partition_list_add(l, W.topic, partition)->offset =
 			W.opts.start_timestamp_ms;
-		err = rd_kafka_offsets_for_times(W.rk, l, 5000);
+		err = rd_kafka_offsets_for_times(W.rk, l, KAFKA_REQUEST_TIMEOUT_MS);
 		off = l->elems[0].err ? -1 : l->elems[0].offset;
 		rd_kafka_topic_partition_list_destroy(l);
 		if (err)
@@ -497,7 +496,7 @@ setup_consumer(void)
 	W.queue_max_bytes = conf_int(rd_kafka_conf(W.rk), "queued.max.messages.kbytes", 65536) * 1024;
 	W.queue_filled = false;
 
-	W.npartitions = topic_partition_count(5000, true);
+	W.npartitions = topic_partition_count(KAFKA_REQUEST_TIMEOUT_MS, true);
 
 	old = MemoryContextSwitchTo(W.source_cxt);
 	W.mine = palloc(sizeof(int32) * W.npartitions);
@@ -1465,7 +1464,7 @@ source_worker_iteration(void)
 	now = GetCurrentTimestamp();
 	update_rate();
 
-	if (TimestampDifferenceExceeds(W.last_state_check, now, STATE_CHECK_MS))
+	if (TimestampDifferenceExceeds(W.last_state_check, now, KAFKA_STATE_CHECK_MS))
 	{
 		if (!kafka_worker_is_running_xact())
 			return false;
@@ -1476,7 +1475,7 @@ source_worker_iteration(void)
 		/* after broker errors, see whether the cluster answers again */
 		if (W.slot->common.state == KWS_RETRYING)
 		{
-			(void) topic_partition_count(1000, false);
+			(void) topic_partition_count(KAFKA_PROBE_TIMEOUT_MS, false);
 			W.client_failing = false;
 			kafka_worker_set_state(KWS_RUNNING);
 		}
@@ -1485,7 +1484,7 @@ source_worker_iteration(void)
 	if (TimestampDifferenceExceeds(W.last_metadata_check, now, METADATA_CHECK_MS))
 	{
 		W.last_metadata_check = now;
-		if (topic_partition_count(5000, false) != W.npartitions)
+		if (topic_partition_count(KAFKA_REQUEST_TIMEOUT_MS, false) != W.npartitions)
 		{
 			ereport(LOG,
 					(errmsg("stream_ext: partitions of Kafka topic \"%s\" changed, reassigning",
