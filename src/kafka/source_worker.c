@@ -98,6 +98,18 @@ typedef struct DeadLetter
 	char	   *error;
 } DeadLetter;
 
+/* the batch being applied (apply_batch(); arrays in W.batch_cxt) */
+typedef struct Batch
+{
+	HeapTuple  *tuples;			/* decoded, in the order of W.msgs */
+	int		   *tuple_msg;		/* the W.msgs index of each tuple */
+	int			ntuples;
+	DeadLetter *dead;			/* messages that could not be loaded */
+	int			ndead;
+	uint64		nbytes;			/* of all the messages */
+	char	   *stop_error;		/* on_error = 'stop': why the batch stops */
+} Batch;
+
 typedef struct SourceWorker
 {
 	KafkaSourceWorkerArgs args;
@@ -1061,51 +1073,23 @@ isolate_bad_rows(HeapTuple *tuples, const int *tuple_msg, int ntuples, char *msg
 }
 
 /*
- * Apply W.msgs[0..nmsgs) in one transaction.  ereports on failures that
- * are not about one message: apply_batch_retrying() retries transient ones
- * in place, the worker's main loop backs off and rebuilds after the others.
+ * Decode W.msgs[0..nmsgs) into b's tuples.  One subtransaction covers the
+ * whole run of good messages; a bad one aborts it, becomes a dead letter,
+ * and decoding resumes in a new one.  Oversized messages are dead letters
+ * without decoding.  With on_error = 'stop', b->stop_error is the first
+ * error and decoding stops there.
  */
-static BatchResult
-apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
+static void
+decode_batch(Batch *b, MemoryContext oldcxt)
 {
-	MemoryContext oldcxt;
-	HeapTuple  *tuples;
-	int		   *tuple_msg;
-	DeadLetter *dead;
-	int64	   *batch_next;
-
 	/* modified inside PG_TRY blocks, read after a longjmp: volatile */
 	volatile int ntuples = 0;
 	volatile int ndead = 0;
-	volatile int i;
+	volatile int i = 0;
 	volatile uint64 nbytes = 0;
 	char	   *volatile stop_error = NULL;
 	ResourceOwner oldowner;
 
-	*n_errors = *n_dead = *n_bytes = 0;
-	MemoryContextReset(W.batch_cxt);
-
-	kafka_begin_xact();
-	if (!kafka_worker_is_running(true))
-	{
-		kafka_commit_xact();
-		return BATCH_SOURCE_GONE;
-	}
-
-	oldcxt = MemoryContextSwitchTo(W.batch_cxt);
-	tuples = palloc(sizeof(HeapTuple) * W.nmsgs);
-	tuple_msg = palloc(sizeof(int) * W.nmsgs);
-	dead = palloc(sizeof(DeadLetter) * W.nmsgs);
-	batch_next = palloc(sizeof(int64) * W.nmine);
-	for (i = 0; i < W.nmine; i++)
-		batch_next[i] = -1;
-	MemoryContextSwitchTo(oldcxt);
-
-	/*
-	 * Decode.  One subtransaction covers the whole run of good messages; a
-	 * bad one aborts it, and decoding resumes in a new one.
-	 */
-	i = 0;
 	while (i < W.nmsgs && stop_error == NULL)
 	{
 		oldowner = CurrentResourceOwner;
@@ -1122,17 +1106,17 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 				if (m->len > (size_t) W.opts.max_message_bytes)
 				{
 					MemoryContextSwitchTo(W.batch_cxt);
-					dead[ndead].msgidx = i;
-					dead[ndead].error = psprintf("message of %zu bytes exceeds max_message_bytes (%d)",
-												 m->len, W.opts.max_message_bytes);
+					b->dead[ndead].msgidx = i;
+					b->dead[ndead].error = psprintf("message of %zu bytes exceeds max_message_bytes (%d)",
+													m->len, W.opts.max_message_bytes);
 					ndead++;
 					MemoryContextSwitchTo(W.msg_cxt);
 					continue;
 				}
 				msg_to_kafka_message(m, &km);
 				/* the tuple outlives the message's scratch memory */
-				tuples[ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
-				tuple_msg[ntuples] = i;
+				b->tuples[ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
+				b->tuple_msg[ntuples] = i;
 				ntuples++;
 				MemoryContextReset(W.msg_cxt);
 			}
@@ -1149,63 +1133,63 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 			CurrentResourceOwner = oldowner;
 			MemoryContextReset(W.msg_cxt);
 			rethrow_transient(edata);
-			dead[ndead].msgidx = i;
-			dead[ndead].error = edata->message;
+			b->dead[ndead].msgidx = i;
+			b->dead[ndead].error = edata->message;
 			ndead++;
 			i++;
 		}
 		PG_END_TRY();
 		/* the oversize path may also have added dead letters */
 		if (ndead > 0 && W.opts.on_error == KAFKA_ON_ERROR_STOP)
-			stop_error = dead[0].error;
+			stop_error = b->dead[0].error;
 	}
+	b->ntuples = ntuples;
+	b->ndead = ndead;
+	b->nbytes = nbytes;
+	b->stop_error = stop_error;
+}
 
-	/* Insert the batch with one statement. */
-	if (ntuples > 0 && stop_error == NULL)
+/*
+ * Insert b's tuples with one statement (insert_tuples()).  Should that
+ * fail, with on_error = 'stop' the error is b->stop_error; otherwise the
+ * rows to blame are found by bisection and become dead letters, the others
+ * are inserted.
+ */
+static void
+insert_batch(Batch *b, MemoryContext oldcxt)
+{
+	char	   *msg;
+
+	if (b->ntuples == 0 || b->stop_error != NULL)
+		return;
+	msg = insert_tuples(b->tuples, b->ntuples, oldcxt);
+	if (msg == NULL)
+		return;
+	ereport(DEBUG1,
+			(errmsg_internal("stream_ext: Kafka source \"%s\": batch insert failed, looking for the bad rows: %s",
+							 W.name, msg)));
+	if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
+		b->stop_error = msg;
+	else
 	{
-		char	   *msg = insert_tuples(tuples, ntuples, oldcxt);
-
-		if (msg != NULL)
-		{
-			ereport(DEBUG1,
-					(errmsg_internal("stream_ext: Kafka source \"%s\": batch insert failed, looking for the bad rows: %s",
-									 W.name, msg)));
-			if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
-				stop_error = msg;
-			else
-			{
-				/* a row the stream refuses: find it, insert the rest */
-				int			nd = ndead;
-
-				isolate_bad_rows(tuples, tuple_msg, ntuples, msg, dead, &nd, oldcxt);
-				ndead = nd;
-			}
-		}
+		/* a row the stream refuses: find it, insert the rest */
+		isolate_bad_rows(b->tuples, b->tuple_msg, b->ntuples, msg, b->dead,
+						 &b->ndead, oldcxt);
 	}
+}
 
-	if (stop_error != NULL)
-	{
-		/* nothing of this batch is stored; the caller marks the source failed */
-		set_error(stop_error, KWS_RETRYING);
-		SPI_finish();
-		PopActiveSnapshot();
-		AbortCurrentTransaction();
-		return BATCH_STOP_ON_ERROR;
-	}
+/*
+ * Upsert next_offset and high_watermark of every partition the batch
+ * touched into stream_ext.kafka_offsets; batch_next[] (per W.mine[]) gets
+ * each one's next offset, -1 for the others.
+ */
+static void
+store_offsets(int64 *batch_next)
+{
+	int			i;
 
-	/* dead letters */
-	*n_bytes = nbytes;
-	*n_errors = ndead;
-	if (W.opts.on_error == KAFKA_ON_ERROR_DEAD_LETTER)
-	{
-		if (ndead > 0)
-			insert_dead_letters(dead, ndead);
-		*n_dead = ndead;
-	}
-	if (ndead > 0)
-		set_error(dead[ndead - 1].error, W.slot->common.state);
-
-	/* offsets: next offset per partition touched by the batch */
+	for (i = 0; i < W.nmine; i++)
+		batch_next[i] = -1;
 	for (i = 0; i < W.nmsgs; i++)
 	{
 		rd_kafka_message_t *m = W.msgs[i];
@@ -1236,16 +1220,76 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		else
 			nulls[3] = 'n';
 		kafka_worker_exec("INSERT INTO stream_ext.kafka_offsets AS o "
-									"(source, partition, next_offset, high_watermark) "
-									"VALUES ($1, $2, $3, $4) "
-									"ON CONFLICT (source, partition) DO UPDATE "
-									"SET next_offset = excluded.next_offset, "
-									"high_watermark = excluded.high_watermark, "
-									"updated_at = now()",
-									4, argtypes, args, nulls, false, 0,
-					 SPI_OK_INSERT);
+						  "(source, partition, next_offset, high_watermark) "
+						  "VALUES ($1, $2, $3, $4) "
+						  "ON CONFLICT (source, partition) DO UPDATE "
+						  "SET next_offset = excluded.next_offset, "
+						  "high_watermark = excluded.high_watermark, "
+						  "updated_at = now()",
+						  4, argtypes, args, nulls, false, 0,
+						  SPI_OK_INSERT);
+	}
+}
+
+/*
+ * Apply W.msgs[0..nmsgs) in one transaction: decode_batch(),
+ * insert_batch(), the dead letters, store_offsets(), commit.  ereports on
+ * failures that are not about one message: apply_batch_retrying() retries
+ * transient ones in place, the worker's main loop backs off and rebuilds
+ * after the others.
+ */
+static BatchResult
+apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
+{
+	MemoryContext oldcxt;
+	Batch		b;
+	int64	   *batch_next;
+	int			i;
+
+	*n_errors = *n_dead = *n_bytes = 0;
+	MemoryContextReset(W.batch_cxt);
+
+	kafka_begin_xact();
+	if (!kafka_worker_is_running(true))
+	{
+		kafka_commit_xact();
+		return BATCH_SOURCE_GONE;
 	}
 
+	oldcxt = MemoryContextSwitchTo(W.batch_cxt);
+	memset(&b, 0, sizeof(b));
+	b.tuples = palloc(sizeof(HeapTuple) * W.nmsgs);
+	b.tuple_msg = palloc(sizeof(int) * W.nmsgs);
+	b.dead = palloc(sizeof(DeadLetter) * W.nmsgs);
+	batch_next = palloc(sizeof(int64) * W.nmine);
+	MemoryContextSwitchTo(oldcxt);
+
+	decode_batch(&b, oldcxt);
+	insert_batch(&b, oldcxt);
+
+	if (b.stop_error != NULL)
+	{
+		/* nothing of this batch is stored; the caller marks the source failed */
+		set_error(b.stop_error, KWS_RETRYING);
+		SPI_finish();
+		PopActiveSnapshot();
+		AbortCurrentTransaction();
+		return BATCH_STOP_ON_ERROR;
+	}
+
+	/* dead letters */
+	*n_bytes = b.nbytes;
+	*n_errors = b.ndead;
+	if (W.opts.on_error == KAFKA_ON_ERROR_DEAD_LETTER)
+	{
+		if (b.ndead > 0)
+			insert_dead_letters(b.dead, b.ndead);
+		*n_dead = b.ndead;
+	}
+	if (b.ndead > 0)
+		set_error(b.dead[b.ndead - 1].error, W.slot->common.state);
+
+	store_offsets(batch_next);
 	kafka_commit_xact();
 
 	/* committed: now the in-memory offsets may move */
