@@ -1225,6 +1225,71 @@ kafka_bgworker_launch(const char *function, const char *type, const char *name,
 	return true;
 }
 
+/* append a worker to start to list: its id, worker number and bgw_extra */
+void
+kafka_launch_add(KafkaLaunchList *list, int32 id, int32 worker,
+				 const void *args, Size args_size)
+{
+	MemoryContext old = MemoryContextSwitchTo(list->cxt);
+	KafkaLaunch *launch = palloc(sizeof(KafkaLaunch));
+
+	launch->id = id;
+	launch->worker = worker;
+	launch->args = palloc(args_size);
+	memcpy(launch->args, args, args_size);
+	list->items = lappend(list->items, launch);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Called by the launcher's scanner (connected to dboid, no transaction):
+ * if stream_ext and kind's catalog table are there, read the running rows
+ * with sql, let row list the workers of each, and after the transaction
+ * start every one whose slot is not live.
+ */
+void
+kafka_launch_running(const KafkaKind *kind, Oid dboid, const char *sql,
+					 KafkaRunningRow row, KafkaStartWorker start)
+{
+	KafkaLaunchList list;
+	ListCell   *lc;
+
+	if (*kind->shared == NULL)
+		return;
+	list.cxt = CurrentMemoryContext;
+	list.dboid = dboid;
+	list.catalog_relid = InvalidOid;
+	list.items = NIL;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (OidIsValid(get_extension_oid("stream_ext", true)) &&
+		OidIsValid(list.catalog_relid = kafka_catalog_table(kind, true)))
+	{
+		int			ret;
+		uint64		i;
+
+		SPI_connect();
+		ret = SPI_execute(sql, true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+		for (i = 0; i < SPI_processed; i++)
+			row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &list);
+		SPI_finish();
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	foreach(lc, list.items)
+	{
+		KafkaLaunch *launch = lfirst(lc);
+
+		if (!kafka_slot_is_live(kind, dboid, list.catalog_relid,
+								launch->id, launch->worker))
+			start(launch);
+	}
+}
+
 /* ----------------------------------------------------------------
  * In a worker (one source worker or sink worker per process)
  * ----------------------------------------------------------------

@@ -181,6 +181,32 @@ extern bool kafka_drop_begin(const KafkaKind *kind, FunctionCallInfo fcinfo,
 extern void kafka_drop_end(const KafkaKind *kind, const KafkaCatalogRow *row);
 extern void kafka_bgworker_init(BackgroundWorker *worker, const char *function,
 								const char *type);
+/* the workers the launcher's scanner found for one kind (kafka_launch_running()) */
+typedef struct KafkaLaunchList
+{
+	MemoryContext cxt;			/* of items and their args */
+	Oid			dboid;
+	Oid			catalog_relid;
+	List	   *items;			/* of KafkaLaunch */
+} KafkaLaunchList;
+
+typedef struct KafkaLaunch
+{
+	int32		id;				/* source or sink */
+	int32		worker;			/* a source's worker number; sinks: 0 */
+	void	   *args;			/* for the worker's bgw_extra */
+} KafkaLaunch;
+
+/* a running row of the kind's catalog table: kafka_launch_add() its workers */
+typedef void (*KafkaRunningRow) (HeapTuple tup, TupleDesc desc, KafkaLaunchList *list);
+
+/* start a worker that is not running: log it and kafka_bgworker_launch() it */
+typedef void (*KafkaStartWorker) (const KafkaLaunch *launch);
+
+extern void kafka_launch_add(KafkaLaunchList *list, int32 id, int32 worker,
+							 const void *args, Size args_size);
+extern void kafka_launch_running(const KafkaKind *kind, Oid dboid, const char *sql,
+								 KafkaRunningRow row, KafkaStartWorker start);
 extern bool kafka_bgworker_launch(const char *function, const char *type,
 								  const char *name, const void *extra,
 								  Size extra_size, bool error_on_failure,

@@ -734,6 +734,31 @@ stream_ext_kafka_sink_worker_stats(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* a running sink: its worker (a KafkaRunningRow) */
+static void
+running_sink(HeapTuple tup, TupleDesc desc, KafkaLaunchList *list)
+{
+	bool		isnull;
+	KafkaSinkWorkerArgs wargs;
+
+	memset(&wargs, 0, sizeof(wargs));
+	wargs.dboid = list->dboid;
+	wargs.catalog_relid = list->catalog_relid;
+	wargs.sink_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	wargs.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	wargs.wait_xid = InvalidTransactionId;
+	kafka_launch_add(list, wargs.sink_id, 0, &wargs, sizeof(wargs));
+}
+
+/* start the worker of a running sink (a KafkaStartWorker) */
+static void
+start_running_sink(const KafkaLaunch *launch)
+{
+	ereport(LOG,
+			(errmsg("stream_ext: starting the worker of Kafka sink %d", launch->id)));
+	launch_sink_worker(launch->args, false);
+}
+
 /*
  * Called by the launcher's scanner (connected to dboid, no transaction):
  * start the worker of every running sink that has none.
@@ -741,52 +766,8 @@ stream_ext_kafka_sink_worker_stats(PG_FUNCTION_ARGS)
 void
 kafka_sink_launch_running(Oid dboid)
 {
-	List	   *todo = NIL;
-	ListCell   *lc;
-	MemoryContext outer = CurrentMemoryContext;
-
-	if (kafka_sink_shared == NULL)
-		return;
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (OidIsValid(get_extension_oid("stream_ext", true)) &&
-		OidIsValid(kafka_catalog_table(&kafka_sink_kind, true)))
-	{
-		uint64		i;
-
-		SPI_connect();
-		if (SPI_execute("SELECT id, owner::oid FROM stream_ext.kafka_sinks "
-						"WHERE state = 'running' ORDER BY id", true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "SPI_execute failed");
-		for (i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			bool		isnull;
-			MemoryContext old = MemoryContextSwitchTo(outer);
-			KafkaSinkWorkerArgs *wargs = palloc0(sizeof(KafkaSinkWorkerArgs));
-
-			wargs->dboid = dboid;
-			wargs->catalog_relid = kafka_catalog_table(&kafka_sink_kind, false);
-			wargs->sink_id = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-			wargs->owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-			wargs->wait_xid = InvalidTransactionId;
-			todo = lappend(todo, wargs);
-			MemoryContextSwitchTo(old);
-		}
-		SPI_finish();
-	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-
-	foreach(lc, todo)
-	{
-		KafkaSinkWorkerArgs *wargs = lfirst(lc);
-
-		if (kafka_slot_is_live(&kafka_sink_kind, wargs->dboid, wargs->catalog_relid,
-							   wargs->sink_id, 0))
-			continue;
-		ereport(LOG,
-				(errmsg("stream_ext: starting the worker of Kafka sink %d", wargs->sink_id)));
-		launch_sink_worker(wargs, false);
-	}
+	kafka_launch_running(&kafka_sink_kind, dboid,
+						 "SELECT id, owner::oid FROM stream_ext.kafka_sinks "
+						 "WHERE state = 'running' ORDER BY id",
+						 running_sink, start_running_sink);
 }

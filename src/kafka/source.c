@@ -18,7 +18,6 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "commands/extension.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -28,7 +27,6 @@
 #include "utils/lsyscache.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "kafka/decode.h"
@@ -619,6 +617,52 @@ stream_ext_kafka_partition_stats(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* a running source: its workers (a KafkaRunningRow) */
+static void
+running_source(HeapTuple tup, TupleDesc desc, KafkaLaunchList *list)
+{
+	bool		isnull;
+	KafkaOptions opts;
+	KafkaSourceWorkerArgs wargs;
+	int			w;
+
+	PG_TRY();
+	{
+		kafka_parse_options(DatumGetJsonbP(SPI_getbinval(tup, desc, 3, &isnull)),
+							&opts);
+	}
+	PG_CATCH();
+	{
+		/* cannot happen for a validated source; keep scanning */
+		FlushErrorState();
+		opts.workers = 1;
+	}
+	PG_END_TRY();
+
+	memset(&wargs, 0, sizeof(wargs));
+	wargs.dboid = list->dboid;
+	wargs.catalog_relid = list->catalog_relid;
+	wargs.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	wargs.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	wargs.nworkers = opts.workers;
+	wargs.wait_xid = InvalidTransactionId;
+	for (w = 0; w < opts.workers; w++)
+	{
+		wargs.worker = w;
+		kafka_launch_add(list, wargs.source_id, w, &wargs, sizeof(wargs));
+	}
+}
+
+/* start a worker of a running source (a KafkaStartWorker) */
+static void
+start_running_source(const KafkaLaunch *launch)
+{
+	ereport(LOG,
+			(errmsg("stream_ext: starting worker %d of Kafka source %d",
+					launch->worker, launch->id)));
+	launch_source_worker(launch->args, false);
+}
+
 /*
  * Called by the launcher's scanner (connected to dboid, no transaction):
  * start the missing workers of every running source.
@@ -626,75 +670,8 @@ stream_ext_kafka_partition_stats(PG_FUNCTION_ARGS)
 void
 kafka_source_launch_running(Oid dboid)
 {
-	List	   *todo = NIL;
-	ListCell   *lc;
-	MemoryContext outer = CurrentMemoryContext;
-
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (OidIsValid(get_extension_oid("stream_ext", true)))
-	{
-		int			ret;
-		uint64		i;
-
-		SPI_connect();
-		ret = SPI_execute("SELECT id, owner::oid, options FROM stream_ext.kafka_sources "
-						  "WHERE state = 'running' ORDER BY id", true, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
-		for (i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			KafkaOptions opts;
-			KafkaSourceWorkerArgs *wargs;
-			int			w;
-
-			PG_TRY();
-			{
-				kafka_parse_options(DatumGetJsonbP(SPI_getbinval(tup, desc, 3, &isnull)),
-									&opts);
-			}
-			PG_CATCH();
-			{
-				/* cannot happen for a validated source; keep scanning */
-				FlushErrorState();
-				opts.workers = 1;
-			}
-			PG_END_TRY();
-
-			for (w = 0; w < opts.workers; w++)
-			{
-				MemoryContext old = MemoryContextSwitchTo(outer);
-
-				wargs = palloc0(sizeof(KafkaSourceWorkerArgs));
-				wargs->dboid = dboid;
-				wargs->catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
-				wargs->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-				wargs->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-				wargs->worker = w;
-				wargs->nworkers = opts.workers;
-				wargs->wait_xid = InvalidTransactionId;
-				todo = lappend(todo, wargs);
-				MemoryContextSwitchTo(old);
-			}
-		}
-		SPI_finish();
-	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-
-	foreach(lc, todo)
-	{
-		KafkaSourceWorkerArgs *wargs = lfirst(lc);
-
-		if (kafka_slot_is_live(&kafka_source_kind, wargs->dboid, wargs->catalog_relid,
-							   wargs->source_id, wargs->worker))
-			continue;
-		ereport(LOG,
-				(errmsg("stream_ext: starting worker %d of Kafka source %d",
-						wargs->worker, wargs->source_id)));
-		launch_source_worker(wargs, false);
-	}
+	kafka_launch_running(&kafka_source_kind, dboid,
+						 "SELECT id, owner::oid, options FROM stream_ext.kafka_sources "
+						 "WHERE state = 'running' ORDER BY id",
+						 running_source, start_running_source);
 }
