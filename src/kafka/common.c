@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
@@ -128,12 +129,19 @@ kafka_common_init(void)
 
 /*
  * Called from a kind's _init() (kafka_source_init(), kafka_sink_init()) at
- * preload, after its GUC max_slots is defined: its table of slots is
- * allocated in shared memory when the server starts.
+ * preload: defines its GUC max_slots, and its table of slots is allocated
+ * in shared memory when the server starts.
  */
 void
 kafka_slot_table_register(const KafkaKind *kind)
 {
+	DefineCustomIntVariable(kind->slot_guc,
+							kind->max_slots_desc,
+							kind->max_slots_long_desc,
+							kind->max_slots,
+							kind->max_slots_default, 1, 1024,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	if (kafka_nkinds >= lengthof(kafka_kinds))
@@ -201,6 +209,43 @@ kafka_slot_snapshot(const KafkaKind *kind, int *nslots)
 	*nslots = table->nslots;
 	LWLockRelease(table->lock);
 	return copy;
+}
+
+/*
+ * The body of a status function of kind (a set-returning function): rows
+ * adds the rows of each slot the current user may see.
+ */
+void
+kafka_slot_srf(FunctionCallInfo fcinfo, const KafkaKind *kind, KafkaSlotRows rows)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *slots;
+	int			nslots;
+	Oid			relid;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	slots = kafka_slot_snapshot(kind, &nslots);
+	relid = kafka_catalog_table(kind, true);
+	for (i = 0; i < nslots; i++)
+	{
+		KafkaSlot  *slot = (KafkaSlot *) (slots + i * kind->slot_size);
+
+		if (kafka_slot_visible(slot, relid))
+			rows(slot, rsinfo);
+	}
+}
+
+/* the index of name (case-insensitive) in names[0..nnames), or -1 */
+int
+kafka_name_index(const char *name, const char *const *names, int nnames)
+{
+	int			i;
+
+	for (i = 0; i < nnames; i++)
+		if (pg_strcasecmp(name, names[i]) == 0)
+			return i;
+	return -1;
 }
 
 /* does a status view show this slot to the current user? */
@@ -1288,6 +1333,51 @@ kafka_launch_running(const KafkaKind *kind, Oid dboid, const char *sql,
 								launch->id, launch->worker))
 			start(launch);
 	}
+}
+
+/*
+ * The first arguments of create_kafka_source() and create_kafka_sink():
+ * name, stream, brokers, topic (none may be null) and format.
+ */
+void
+kafka_definition_args(FunctionCallInfo fcinfo, KafkaDefinition *def)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("name, stream, brokers and topic must not be null")));
+	def->name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	def->stream = PG_GETARG_OID(1);
+	def->brokers = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	def->topic = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	def->format = PG_ARGISNULL(4) ? "json" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+}
+
+/* $1 .. $4 of the catalog INSERT: name, stream, brokers, topic */
+void
+kafka_definition_datums(const KafkaDefinition *def, Datum *args)
+{
+	args[0] = CStringGetTextDatum(def->name);
+	args[1] = ObjectIdGetDatum(def->stream);
+	args[2] = CStringGetTextDatum(def->brokers);
+	args[3] = CStringGetTextDatum(def->topic);
+}
+
+/*
+ * The beginning of start_source() and start_sink(), after SPI_connect():
+ * the kind needs its slots (preload); read the row of name, which the
+ * current user must own.
+ */
+void
+kafka_start_fetch_row(const KafkaKind *kind, const char *name, KafkaCatalogRow *row)
+{
+	if (*kind->shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("Kafka %ss need stream_ext in shared_preload_libraries", kind->noun),
+				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
+	kafka_fetch_row(kind, name, row, false);
+	kafka_check_owner(kind, row);
 }
 
 /* ----------------------------------------------------------------

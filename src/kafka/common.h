@@ -17,6 +17,7 @@
 #include "access/transam.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "postmaster/bgworker.h"
@@ -92,7 +93,10 @@ typedef struct KafkaKind
 	void	  **shared;			/* where it is attached (kafka_source_shared...) */
 	const char *shmem_name;
 	const char *tranche;
-	int		   *max_slots;		/* its GUC */
+	int		   *max_slots;		/* its GUC slot_guc, defined from: */
+	int			max_slots_default;
+	const char *max_slots_desc;
+	const char *max_slots_long_desc;
 	Size		header_size;	/* offset of the first slot */
 	Size		slot_size;
 	const char *slot_noun;		/* "all %d Kafka <slot_noun> slots are in use" */
@@ -107,6 +111,13 @@ extern void *kafka_slot_snapshot(const KafkaKind *kind, int *nslots);
 extern bool kafka_slot_visible(const KafkaSlot *slot, Oid catalog_relid);
 extern const char *kafka_state_name(KafkaWorkerState state);
 extern void kafka_slot_status(const KafkaSlot *slot, Datum *values, bool *nulls);
+
+/* the rows of one visible slot in a status function (kafka_slot_srf()) */
+typedef void (*KafkaSlotRows) (const KafkaSlot *slot, ReturnSetInfo *rsinfo);
+
+extern void kafka_slot_srf(FunctionCallInfo fcinfo, const KafkaKind *kind,
+						   KafkaSlotRows rows);
+extern int	kafka_name_index(const char *name, const char *const *names, int nnames);
 
 /* ---- options ---- */
 
@@ -159,6 +170,20 @@ typedef struct KafkaCatalogRow
 	Jsonb	   *options;
 } KafkaCatalogRow;
 
+/* the arguments create_kafka_source() and create_kafka_sink() share */
+typedef struct KafkaDefinition
+{
+	char	   *name;
+	Oid			stream;
+	char	   *brokers;
+	char	   *topic;
+	char	   *format;			/* "json" when null */
+} KafkaDefinition;
+
+extern void kafka_definition_args(FunctionCallInfo fcinfo, KafkaDefinition *def);
+extern void kafka_definition_datums(const KafkaDefinition *def, Datum *args);
+extern void kafka_start_fetch_row(const KafkaKind *kind, const char *name,
+								  KafkaCatalogRow *row);
 extern Oid	kafka_catalog_table(const KafkaKind *kind, bool missing_ok);
 extern void kafka_exec_as(Oid role, const char *sql, int nargs, Oid *argtypes,
 						  Datum *args, const char *nulls, bool read_only,
