@@ -66,6 +66,18 @@ is_meta_column(const KafkaOptions *opts, const char *name)
 		(opts->timestamp_column && strcmp(opts->timestamp_column, name) == 0);
 }
 
+/*
+ * Can attribute att be fed from the payload by default?  Not if dropped,
+ * generated, arrival_timestamp or fed from the message's metadata.
+ */
+static bool
+payload_column(const KafkaOptions *opts, Form_pg_attribute att)
+{
+	return !(att->attisdropped || att->attgenerated ||
+			 strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
+			 is_meta_column(opts, NameStr(att->attname)));
+}
+
 static void
 add_column(KafkaDecoder *dec, Relation rel, const char *name,
 		   KafkaColumnRole role)
@@ -153,9 +165,7 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 			{
 				Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-				if (att->attisdropped || att->attgenerated ||
-					strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
-					is_meta_column(opts, NameStr(att->attname)))
+				if (!payload_column(opts, att))
 					continue;
 				only = NameStr(att->attname);
 				n++;
@@ -186,9 +196,7 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 		{
 			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-			if (att->attisdropped || att->attgenerated ||
-				strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
-				is_meta_column(opts, NameStr(att->attname)))
+			if (!payload_column(opts, att))
 				continue;
 			add_column(dec, rel, NameStr(att->attname), KCOL_DATA);
 		}
