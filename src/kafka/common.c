@@ -1461,16 +1461,22 @@ release_slot(int code, Datum arg)
 }
 
 /*
- * A worker's start, after its signal handlers: connect to dboid as owner
- * (every statement runs as the owner), claim the slot of (dboid,
+ * A worker's start: set its signal handlers (SIGHUP: reload the
+ * configuration; SIGTERM: sigterm), connect to dboid as owner (every
+ * statement runs as the owner), claim the slot of (dboid,
  * catalog_relid, id, worker) -- exit if a twin holds it -- and wait until
  * the transaction wait_xid that started the worker is over.
  */
 KafkaSlot *
-kafka_worker_attach(const KafkaKind *kind, Oid dboid, Oid catalog_relid,
-					Oid owner, int32 id, int32 worker, TransactionId wait_xid)
+kafka_worker_attach(const KafkaKind *kind, pqsigfunc sigterm, Oid dboid,
+					Oid catalog_relid, Oid owner, int32 id, int32 worker,
+					TransactionId wait_xid)
 {
 	KafkaSlot	key;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, sigterm);
+	BackgroundWorkerUnblockSignals();
 
 	my_kind = kind;
 	if (*kind->shared == NULL)
@@ -1502,6 +1508,32 @@ kafka_worker_attach(const KafkaKind *kind, Oid dboid, Oid catalog_relid,
 			proc_exit(0);
 	}
 	return my_slot;
+}
+
+/*
+ * Begin a transaction and read the worker's row of its catalog table with
+ * sql, a SELECT of one row with $1 the id of the source or sink.  Returns
+ * the row (in SPI's memory), or NULL, the transaction committed, when the
+ * source or sink is no longer running.  The caller commits.
+ */
+HeapTuple
+kafka_worker_read_row(const char *sql, TupleDesc *desc)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+
+	kafka_begin_xact();
+	if (!kafka_worker_is_running(false))
+	{
+		kafka_commit_xact();
+		return NULL;
+	}
+	args[0] = Int32GetDatum(my_id);
+	kafka_worker_exec(sql, 1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "could not read Kafka %s %d", my_kind->noun, my_id);
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
 }
 
 void

@@ -14,9 +14,12 @@
 #include "postgres.h"
 #include <librdkafka/rdkafka.h>
 
+#include "access/htup.h"
 #include "access/transam.h"
+#include "access/tupdesc.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "libpq/pqsignal.h"
 #include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
@@ -250,9 +253,11 @@ typedef struct KafkaWorkerLoop
 	int		   *backoff_ms;
 } KafkaWorkerLoop;
 
-extern KafkaSlot *kafka_worker_attach(const KafkaKind *kind, Oid dboid,
-									  Oid catalog_relid, Oid owner, int32 id,
-									  int32 worker, TransactionId wait_xid);
+extern KafkaSlot *kafka_worker_attach(const KafkaKind *kind, pqsigfunc sigterm,
+									  Oid dboid, Oid catalog_relid, Oid owner,
+									  int32 id, int32 worker,
+									  TransactionId wait_xid);
+extern HeapTuple kafka_worker_read_row(const char *sql, TupleDesc *desc);
 extern void kafka_worker_set_state(KafkaWorkerState state);
 extern void kafka_worker_set_error(const char *msg, KafkaWorkerState state,
 								   bool count);

@@ -123,26 +123,15 @@ set_error(const char *msg, KafkaWorkerState state)
 static bool
 load_sink(void)
 {
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 	MemoryContext old;
 
-	kafka_begin_xact();
-	if (!kafka_worker_is_running(false))
-	{
-		kafka_commit_xact();
+	tup = kafka_worker_read_row("SELECT name, brokers, topic, options "
+								"FROM stream_ext.kafka_sinks WHERE id = $1", &desc);
+	if (tup == NULL)
 		return false;
-	}
-	args[0] = Int32GetDatum(S.args.sink_id);
-	kafka_worker_exec("SELECT name, brokers, topic, options FROM stream_ext.kafka_sinks WHERE id = $1",
-					  1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "could not read Kafka sink %d", S.args.sink_id);
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 	MemoryContextReset(S.sink_cxt);
 	old = MemoryContextSwitchTo(S.sink_cxt);
 	S.name = SPI_getvalue(tup, desc, 1);
@@ -469,13 +458,12 @@ stream_ext_kafka_sink_worker_main(Datum main_arg)
 	memset(&S, 0, sizeof(S));
 	memcpy(&S.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaSinkWorkerArgs));
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	/* SIGTERM: finish the batch's acknowledgements, record them, exit */
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	BackgroundWorkerUnblockSignals();
-
-	/* connect as the sink's owner, claim the slot, wait for start_sink */
+	/*
+	 * connect as the sink's owner, claim the slot, wait for start_sink;
+	 * SIGTERM: finish the batch's acknowledgements, record them, exit
+	 */
 	S.slot = (KafkaSinkSlot *) kafka_worker_attach(&kafka_sink_kind,
+												   SignalHandlerForShutdownRequest,
 												   S.args.dboid, S.args.catalog_relid,
 												   S.args.owner, S.args.sink_id, 0,
 												   S.args.wait_xid);

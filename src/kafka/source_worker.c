@@ -268,28 +268,16 @@ kafka_decoder_insert_sql(const KafkaDecoder *dec, const char *enrname)
 static bool
 load_source(void)
 {
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 	MemoryContext old;
 	int			i;
 
-	kafka_begin_xact();
-	if (!kafka_worker_is_running(false))
-	{
-		kafka_commit_xact();
+	tup = kafka_worker_read_row("SELECT name, stream::oid, brokers, topic, format, options "
+								"FROM stream_ext.kafka_sources WHERE id = $1", &desc);
+	if (tup == NULL)
 		return false;
-	}
-	args[0] = Int32GetDatum(W.args.source_id);
-	kafka_worker_exec("SELECT name, stream::oid, brokers, topic, format, options "
-				 "FROM stream_ext.kafka_sources WHERE id = $1",
-				 1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "could not read Kafka source %d", W.args.source_id);
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 
 	MemoryContextReset(W.source_cxt);
 	old = MemoryContextSwitchTo(W.source_cxt);
@@ -1553,12 +1541,8 @@ stream_ext_kafka_source_worker_main(Datum main_arg)
 	memset(&W, 0, sizeof(W));
 	memcpy(&W.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaSourceWorkerArgs));
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-
 	/* connect as the source's owner, claim the slot, wait for start_source */
-	W.slot = (KafkaSourceSlot *) kafka_worker_attach(&kafka_source_kind,
+	W.slot = (KafkaSourceSlot *) kafka_worker_attach(&kafka_source_kind, die,
 													 W.args.dboid, W.args.catalog_relid,
 													 W.args.owner, W.args.source_id,
 													 W.args.worker, W.args.wait_xid);
