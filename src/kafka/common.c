@@ -1536,6 +1536,17 @@ kafka_worker_read_row(const char *sql, TupleDesc *desc)
 	return SPI_tuptable->vals[0];
 }
 
+/*
+ * After kafka_worker_read_row() and the worker's own reading of the row:
+ * commit, and show the source's or sink's name as the application name.
+ */
+void
+kafka_worker_loaded(const char *name)
+{
+	kafka_commit_xact();
+	pgstat_report_appname(psprintf("stream_ext %s %s", my_kind->noun, name));
+}
+
 void
 kafka_worker_set_state(KafkaWorkerState state)
 {

@@ -258,6 +258,7 @@ extern KafkaSlot *kafka_worker_attach(const KafkaKind *kind, pqsigfunc sigterm,
 									  int32 id, int32 worker,
 									  TransactionId wait_xid);
 extern HeapTuple kafka_worker_read_row(const char *sql, TupleDesc *desc);
+extern void kafka_worker_loaded(const char *name);
 extern void kafka_worker_set_state(KafkaWorkerState state);
 extern void kafka_worker_set_error(const char *msg, KafkaWorkerState state,
 								   bool count);

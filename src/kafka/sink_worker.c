@@ -140,8 +140,7 @@ load_sink(void)
 	kafka_sink_parse_options(DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 4, &isnull)),
 							 &S.opts);
 	MemoryContextSwitchTo(old);
-	kafka_commit_xact();
-	pgstat_report_appname(psprintf("stream_ext sink %s", S.name));
+	kafka_worker_loaded(S.name);
 	return true;
 }
 

@@ -296,9 +296,7 @@ load_source(void)
 	W.group_id = psprintf("stream_ext-%s", W.name);
 	W.msgs = palloc0(sizeof(rd_kafka_message_t *) * W.opts.batch_size);
 	MemoryContextSwitchTo(old);
-
-	kafka_commit_xact();
-	pgstat_report_appname(psprintf("stream_ext source %s", W.name));
+	kafka_worker_loaded(W.name);
 	return true;
 }
 
