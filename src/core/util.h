@@ -33,7 +33,7 @@ se_timestamp_to_unix_ms(TimestampTz ts)
 	return (ts - SE_UNIX_EPOCH_TIMESTAMP) / 1000;
 }
 
-/* true when loaded through shared_preload_libraries (set by _PG_init()) */
+/* set by _PG_init: loaded through shared_preload_libraries */
 extern bool stream_ext_preloaded;
 
 extern Oid	relation_owner(Oid relid);
