@@ -26,7 +26,7 @@ bool		stream_ext_preloaded = false;
 
 /* the owner of relation relid (pg_class.relowner) */
 Oid
-relation_owner(Oid relid)
+se_relation_owner(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
@@ -40,8 +40,8 @@ relation_owner(Oid relid)
 
 /* record that object (classid, objid) depends on (refclassid, refobjid) */
 void
-record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
-				  DependencyType type)
+se_record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
+					 DependencyType type)
 {
 	ObjectAddress obj;
 	ObjectAddress ref;

@@ -36,9 +36,9 @@ se_timestamp_to_unix_ms(TimestampTz ts)
 /* set by _PG_init: loaded through shared_preload_libraries */
 extern bool stream_ext_preloaded;
 
-extern Oid	relation_owner(Oid relid);
-extern void record_dependency(Oid classid, Oid objid, Oid refclassid,
-							  Oid refobjid, DependencyType type);
+extern Oid	se_relation_owner(Oid relid);
+extern void se_record_dependency(Oid classid, Oid objid, Oid refclassid,
+								 Oid refobjid, DependencyType type);
 extern void se_rethrow_short_context(MemoryContext cxt, List *statements,
 									 const char *fmt,...)
 			pg_attribute_printf(3, 4) pg_attribute_noreturn();

@@ -447,7 +447,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 * owner.  It runs maintenance as the view's owner, not the stream's.
 	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(relation_owner(plan.streamid),
+	SetUserIdAndSecContext(se_relation_owner(plan.streamid),
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
 					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
@@ -462,16 +462,16 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 * depend on the stream, so DROP of the stream needs CASCADE.  The
 	 * trigger goes with the view.
 	 */
-	record_dependency(RelationRelationId, matrelid, RelationRelationId, viewid,
-					  DEPENDENCY_INTERNAL);
-	record_dependency(RelationRelationId, matrelid, RelationRelationId,
-					  plan.streamid, DEPENDENCY_NORMAL);
+	se_record_dependency(RelationRelationId, matrelid, RelationRelationId, viewid,
+						 DEPENDENCY_INTERNAL);
+	se_record_dependency(RelationRelationId, matrelid, RelationRelationId,
+						 plan.streamid, DEPENDENCY_NORMAL);
 	joins_record_dependencies(plan.query, matrelid);
 	foreach(lc, auxids)
-		record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
-						  viewid, DEPENDENCY_INTERNAL);
-	record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
-					  DEPENDENCY_AUTO);
+		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
+							 viewid, DEPENDENCY_INTERNAL);
+	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
+						 DEPENDENCY_AUTO);
 	CommandCounterIncrement();
 
 	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,

@@ -987,7 +987,7 @@ kafka_catalog_exec(const KafkaKind *kind, const char *sql, int nargs,
 				   Oid *argtypes, Datum *args, const char *nulls,
 				   bool read_only, int expected)
 {
-	kafka_exec_as(relation_owner(kafka_catalog_table(kind, false)),
+	kafka_exec_as(se_relation_owner(kafka_catalog_table(kind, false)),
 				  sql, nargs, argtypes, args, nulls, read_only, 0, expected);
 }
 
@@ -1579,7 +1579,7 @@ kafka_worker_exec(const char *sql, int nargs, Oid *argtypes, Datum *args,
 				  const char *nulls, bool read_only, long tcount, int expected)
 {
 	if (!OidIsValid(my_catalog_owner))
-		my_catalog_owner = relation_owner(my_catalog_relid);
+		my_catalog_owner = se_relation_owner(my_catalog_relid);
 	kafka_exec_as(my_catalog_owner, sql, nargs, argtypes, args, nulls,
 				  read_only, tcount, expected);
 }

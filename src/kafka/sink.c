@@ -381,7 +381,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(def.stream)),
 										  get_rel_name(def.stream));
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(relation_owner(def.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(se_relation_owner(def.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	ret = SPI_execute(psprintf("CREATE TRIGGER stream_ext_sink_%d AFTER INSERT ON %s"
 							   " REFERENCING NEW TABLE AS " SINK_NEW_TABLE
 							   " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.sink_enqueue('%d')",
@@ -482,7 +482,7 @@ stream_ext_drop_sink(PG_FUNCTION_ARGS)
 		int			ret;
 
 		GetUserIdAndSecContext(&save_userid, &save_sec);
-		SetUserIdAndSecContext(relation_owner(row.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		SetUserIdAndSecContext(se_relation_owner(row.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
 		ret = SPI_execute(psprintf("DROP TRIGGER IF EXISTS stream_ext_sink_%d ON %s",
 								   row.id, qualname), false, 0);
 		SetUserIdAndSecContext(save_userid, save_sec);

@@ -515,17 +515,17 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 						 tq));
 		run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s", vq, collist.data, tq));
 		viewid = get_relname_relid(name, nspid);
-		record_dependency(RelationRelationId, tableid, RelationRelationId, viewid,
-						  DEPENDENCY_INTERNAL);
+		se_record_dependency(RelationRelationId, tableid, RelationRelationId, viewid,
+							 DEPENDENCY_INTERNAL);
 	}
-	record_dependency(RelationRelationId, viewid, RelationRelationId, streamid,
-					  DEPENDENCY_NORMAL);
+	se_record_dependency(RelationRelationId, viewid, RelationRelationId, streamid,
+						 DEPENDENCY_NORMAL);
 	joins_record_dependencies(query, viewid);
 
 	/* the trigger, created as the stream's owner (see ddl/ddl.c) */
 	trigname = psprintf("stream_ext_transform_%u", viewid);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(relation_owner(streamid),
+	SetUserIdAndSecContext(se_relation_owner(streamid),
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
 					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
@@ -533,8 +533,8 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 					 quote_identifier(trigname), sq, quote_literal_cstr(vq)));
 	SetUserIdAndSecContext(save_userid, save_sec);
 	trigid = get_trigger_oid(streamid, trigname, false);
-	record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
-					  DEPENDENCY_AUTO);
+	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
+						 DEPENDENCY_AUTO);
 	CommandCounterIncrement();
 
 	values[0] = ObjectIdGetDatum(viewid);

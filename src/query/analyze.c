@@ -318,7 +318,7 @@ cv_name_columns(CVPlan *plan)
 /* ---- SQL generation ---------------------------------------------------- */
 
 char *
-type_sql(Oid type, int32 typmod, Oid collation)
+se_type_sql(Oid type, int32 typmod, Oid collation)
 {
 	char	   *s = format_type_extended(type, typmod,
 										 FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
@@ -639,7 +639,7 @@ cv_matrel_columns_sql(CVPlan *plan)
 
 		appendStringInfo(&buf, "%s%s %s", first ? "" : ", ",
 						 quote_identifier(key->colname),
-						 type_sql(key->type, key->typmod, key->collation));
+						 se_type_sql(key->type, key->typmod, key->collation));
 		first = false;
 	}
 	foreach(lc, plan->aggs)
@@ -652,9 +652,9 @@ cv_matrel_columns_sql(CVPlan *plan)
 		else
 			appendStringInfo(&buf, "%s%s %s", first ? "" : ", ",
 							 quote_identifier(agg->colname),
-							 type_sql(agg->storage.statetype, -1,
-									  type_is_collatable(agg->storage.statetype) ?
-									  agg->aggref->inputcollid : InvalidOid));
+							 se_type_sql(agg->storage.statetype, -1,
+										 type_is_collatable(agg->storage.statetype) ?
+										 agg->aggref->inputcollid : InvalidOid));
 		first = false;
 	}
 	return buf.data;
@@ -680,11 +680,11 @@ cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg)
 		CVKey	   *key = lfirst(lc);
 
 		appendStringInfo(&buf, "%s %s, ", quote_identifier(key->colname),
-						 type_sql(key->type, key->typmod, key->collation));
+						 se_type_sql(key->type, key->typmod, key->collation));
 	}
 	appendStringInfo(&buf, "value %s NOT NULL",
-					 type_sql(exprType((Node *) arg), exprTypmod((Node *) arg),
-							  exprCollation((Node *) arg)));
+					 se_type_sql(exprType((Node *) arg), exprTypmod((Node *) arg),
+								 exprCollation((Node *) arg)));
 	if (cv_auxrel_hashed(plan, agg))
 		appendStringInfo(&buf, ", %s bigint NOT NULL", CV_KEY_HASH_COLUMN);
 	return buf.data;
@@ -700,7 +700,7 @@ interval_sql_literal(const Interval *iv)
 }
 
 List *
-stream_context(CVPlan *plan)
+se_stream_context(CVPlan *plan)
 {
 	return joins_deparse_context(plan->query, plan->streamid);
 }
@@ -784,7 +784,7 @@ char *
 cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 {
 	StringInfoData buf;
-	List	   *ctx = stream_context(plan);
+	List	   *ctx = se_stream_context(plan);
 	ListCell   *lc;
 	bool		first;
 	bool		has_states = false;
@@ -885,7 +885,7 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 				const char *auxrel, const char *source)
 {
 	StringInfoData buf;
-	List	   *ctx = stream_context(plan);
+	List	   *ctx = se_stream_context(plan);
 	Node	   *where = plan->query->jointree->quals;
 	char	   *arg = deparse_expression((Node *) distinct_arg(agg), ctx, true, false);
 	const char *col = quote_identifier(agg->colname);

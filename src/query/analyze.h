@@ -63,9 +63,9 @@ extern void cv_analyze(Query *query, const char *querytext, List *aliases,
 extern void cv_name_columns(CVPlan *plan);
 
 /* pieces of SQL generation, shared with windows/sessions.c */
-extern char *type_sql(Oid type, int32 typmod, Oid collation);
+extern char *se_type_sql(Oid type, int32 typmod, Oid collation);
 extern void append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix);
-extern List *stream_context(CVPlan *plan);
+extern List *se_stream_context(CVPlan *plan);
 extern char *interval_sql_literal(const Interval *iv);
 extern void append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx);
 

@@ -358,7 +358,7 @@ void
 lateness_validate(LatenessSpec *spec, CVPlan *plan, Query *query, Oid streamid,
 				  SessionSpec *session)
 {
-	List	   *ctx = stream_context(plan);
+	List	   *ctx = se_stream_context(plan);
 	CVWindow   *win = plan->window;
 	const char *ts;
 
@@ -477,7 +477,7 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	char		wm_nulls[2] = {' ', ' '};
 	Node	   *where = plan->query->jointree->quals;
 	char	   *where_sql = where ? psprintf(" AND (%s)",
-											 deparse_expression(where, stream_context(plan), true, false)) : "";
+											 deparse_expression(where, se_stream_context(plan), true, false)) : "";
 
 	late_sql = psprintf("INSERT INTO stream_ext.late_rows (view, event_time, watermark, reason, \"row\")"
 						" SELECT $2::pg_catalog.regclass, %s, $1, %s, pg_catalog.to_jsonb(s)"

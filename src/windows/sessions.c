@@ -178,7 +178,7 @@ sessions_validate(SessionSpec *spec, CVPlan *plan)
 char *
 sessions_matrel_columns_sql(SessionSpec *spec, const char *base_columns)
 {
-	const char *t = type_sql(spec->time_type, -1, InvalidOid);
+	const char *t = se_type_sql(spec->time_type, -1, InvalidOid);
 
 	return psprintf("%s, " SESSION_START " %s NOT NULL, " SESSION_END " %s NOT NULL",
 					base_columns, t, t);
@@ -217,7 +217,7 @@ sessions_maintain_sql(SessionSpec *spec, CVPlan *plan, const char *matrel,
 {
 	StringInfoData buf;
 	StringInfoData keys;
-	List	   *ctx = stream_context(plan);
+	List	   *ctx = se_stream_context(plan);
 	Node	   *where = plan->query->jointree->quals;
 	const char *t = quote_identifier(spec->time_column);
 	ListCell   *lc;
@@ -235,8 +235,8 @@ sessions_maintain_sql(SessionSpec *spec, CVPlan *plan, const char *matrel,
 	/* every aggregate of the statement must be a partial one (maintain/maintain.c) */
 	appendStringInfo(&buf, ") SELECT %s, stream_ext.partial(pg_catalog.min(s.%s), NULL::%s),"
 					 " stream_ext.partial(pg_catalog.max(s.%s), NULL::%s)",
-					 keys.data, t, type_sql(spec->time_type, -1, InvalidOid),
-					 t, type_sql(spec->time_type, -1, InvalidOid));
+					 keys.data, t, se_type_sql(spec->time_type, -1, InvalidOid),
+					 t, se_type_sql(spec->time_type, -1, InvalidOid));
 	foreach(lc, plan->aggs)
 	{
 		CVAgg	   *agg = lfirst(lc);
