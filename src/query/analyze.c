@@ -18,8 +18,8 @@
  *		aggregates replaced by finalize(state).
  *
  *	  Expressions are deparsed with ruleutils while search_path is pinned
- *	  to pg_catalog (see ddl/ddl.c), so every name in the generated SQL is
- *	  schema-qualified and means the same thing whoever runs it.
+ *	  to pg_catalog (see ddl/create_view.c), so every name in the generated
+ *	  SQL is schema-qualified and means the same thing whoever runs it.
  *
  *-------------------------------------------------------------------------
  */

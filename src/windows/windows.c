@@ -874,9 +874,9 @@ window_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 }
 
 /*
- * Descriptions of the window's columns for psql's \d+ (after ddl/ddl.c's own
- * comments, which these replace): the window start of a hopping view, and
- * the aggregates of a sliding one.  query is the view's query as written.
+ * Descriptions of the window's columns for psql's \d+ (after
+ * ddl/create_view.c's own comments, which these replace): the window start
+ * of a hopping view, and the aggregates of a sliding one.  query is the view's query as written.
  */
 List *
 window_comment_sql(CVPlan *plan, Query *query, const char *vq)
