@@ -75,6 +75,12 @@ ddl_restore_dependencies(Oid streamid)
 	int			rc;
 	int			n = 0;
 
+	/*
+	 * Not read-only: SPI then takes a new snapshot after a command counter
+	 * increment, which shows the trigger this CREATE TRIGGER has just made.
+	 * With the statement's snapshot, the last trigger of a stream in the
+	 * dump would never get its dependencies back.
+	 */
 	SPI_connect();
 	/* transforms came in 0.2; a 0.1 installation has no catalog of them */
 	has_transforms = OidIsValid(get_relname_relid("transform_catalog",
@@ -110,7 +116,7 @@ ddl_restore_dependencies(Oid streamid)
 		"                     WHERE d.classid = w.classid AND d.objid = w.objid"
 		"                       AND d.refclassid = w.refclassid AND d.refobjid = w.refobjid)",
 		has_transforms ? transform_dependencies : ""),
-		1, argtypes, values, NULL, true, 0);
+		1, argtypes, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext dependency lookup failed: %s", SPI_result_code_string(rc));
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -136,7 +142,7 @@ ddl_restore_dependencies(Oid streamid)
 		has_transforms ?
 		" UNION ALL SELECT transform::pg_catalog.oid, select_sql"
 		" FROM stream_ext.transform_catalog WHERE stream = $1" : ""),
-		1, argtypes, values, NULL, true, 0);
+		1, argtypes, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext dependency lookup failed: %s", SPI_result_code_string(rc));
 	{

@@ -234,7 +234,7 @@ lock_streams_of_dropped_views(DropStmt *stmt)
 	}
 }
 
-/* stream_ext.maintain or stream_ext.reject_stream_modification? */
+/* stream_ext.maintain, transform or reject_stream_modification? */
 static bool
 is_stream_ext_trigger_function(List *funcname)
 {
@@ -244,6 +244,7 @@ is_stream_ext_trigger_function(List *funcname)
 	DeconstructQualifiedName(funcname, &schema, &name);
 	return schema != NULL && strcmp(schema, "stream_ext") == 0 &&
 		(strcmp(name, "maintain") == 0 ||
+		 strcmp(name, "transform") == 0 ||
 		 strcmp(name, "reject_stream_modification") == 0);
 }
 

@@ -190,6 +190,14 @@ for my $db ('custom', 'plain')
 	$next = $saved_next;
 	%oracle = base_oracle();
 	is(sql($db, $catalog_sql), $catalog, "$db: stream_ext's catalog is the same after the restore");
+	# every maintenance and transform trigger goes with its view again, the
+	# last one of each stream in the dump too
+	is(sql($db, q{SELECT string_agg(tgname, ', ' ORDER BY tgname) FROM pg_trigger t
+                   WHERE tgname ~ '^stream_ext_(maintain|transform)_'
+                     AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                                      WHERE d.classid = 'pg_trigger'::regclass AND d.objid = t.oid
+                                        AND d.deptype = 'a' AND d.refobjid <> t.tgrelid)}),
+		'', "$db: every trigger of a view or transform depends on it");
 	check_oracle($db, 'after the restore');
 
 	insert_rows($db, 200);
