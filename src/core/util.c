@@ -19,6 +19,10 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
+#include "commands/trigger.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+
 #include "core/util.h"
 
 /* set by _PG_init: loaded through shared_preload_libraries */
@@ -49,6 +53,50 @@ se_record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
 	ObjectAddressSet(obj, classid, objid);
 	ObjectAddressSet(ref, refclassid, refobjid);
 	recordDependencyOn(&obj, &ref, type);
+}
+
+/*
+ * CREATE TRIGGER trigname {BEFORE | AFTER} events ON relid
+ * [REFERENCING NEW TABLE AS newtable] FOR EACH STATEMENT
+ * EXECUTE FUNCTION stream_ext.funcname(arg), through CreateTrigger() as
+ * ProcessUtility would run it, but without SQL text, without a pass through
+ * the utility hook, and with the trigger's OID returned rather than looked
+ * up by name.  timing is TRIGGER_TYPE_BEFORE or TRIGGER_TYPE_AFTER, events
+ * TRIGGER_TYPE_INSERT etc.; arg and newtable may be NULL.  The trigger is
+ * an ordinary one (pg_dump dumps it), created with the current user's
+ * privileges: TRIGGER on the relation, EXECUTE on the function.
+ */
+Oid
+se_create_statement_trigger(Oid relid, const char *trigname, int16 timing,
+							int16 events, const char *funcname,
+							const char *arg, const char *newtable)
+{
+	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+	ObjectAddress address;
+
+	stmt->trigname = pstrdup(trigname);
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+								  get_rel_name(relid), -1);
+	stmt->funcname = list_make2(makeString("stream_ext"), makeString(pstrdup(funcname)));
+	stmt->args = arg ? list_make1(makeString(pstrdup(arg))) : NIL;
+	stmt->row = false;
+	stmt->timing = timing;
+	stmt->events = events;
+	if (newtable)
+	{
+		TriggerTransition *tt = makeNode(TriggerTransition);
+
+		tt->name = pstrdup(newtable);
+		tt->isNew = true;
+		tt->isTable = true;
+		stmt->transitionRels = list_make1(tt);
+	}
+
+	address = CreateTrigger(stmt, NULL, relid, InvalidOid, InvalidOid,
+							InvalidOid, InvalidOid, InvalidOid, NULL,
+							false, false);
+	CommandCounterIncrement();
+	return address.objectId;
 }
 
 /*

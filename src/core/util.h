@@ -43,5 +43,9 @@ extern void se_rethrow_short_context(MemoryContext cxt, List *statements,
 									 const char *fmt,...)
 			pg_attribute_printf(3, 4) pg_attribute_noreturn();
 extern Oid	relid_from_trigger_arg(const char *qualname);
+extern Oid	se_create_statement_trigger(Oid relid, const char *trigname,
+										int16 timing, int16 events,
+										const char *funcname, const char *arg,
+										const char *newtable);
 
 #endif							/* STREAM_EXT_UTIL_H */

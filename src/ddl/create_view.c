@@ -141,13 +141,14 @@ matrel_fillfactor(CVPlan *plan)
 	return Max(100 / (updates + 1), 10);
 }
 
+/* writes only through maintenance: stream_ext_guard_materialization() */
 static void
-create_guard_trigger(const char *rel)
+create_guard_trigger(Oid relid)
 {
-	run_sql(psprintf("CREATE TRIGGER stream_ext_guard"
-					 " BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
-					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.guard_materialization()",
-					 rel));
+	(void) se_create_statement_trigger(relid, "stream_ext_guard", TRIGGER_TYPE_BEFORE,
+									   TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE |
+									   TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE,
+									   "guard_materialization", NULL, NULL);
 }
 
 /* run a maintenance statement over the whole stream with a fresh snapshot */
@@ -404,13 +405,14 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		run_sql(cv_matrel_index_sql(&plan, mq));
 	}
 	matrelid = get_relname_relid(matrelname, nspid);
-	create_guard_trigger(mq);
+	create_guard_trigger(matrelid);
 
 	foreach(lc, plan.aggs)
 	{
 		CVAgg	   *agg = lfirst(lc);
 		char	   *auxname;
 		char	   *aq;
+		Oid			auxid;
 
 		if (!agg->is_distinct)
 			continue;
@@ -418,8 +420,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		aq = quote_qualified_identifier(nspname, auxname);
 		run_sql(psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(&plan, agg)));
 		run_sql(cv_auxrel_index_sql(&plan, agg, aq));
-		create_guard_trigger(aq);
-		auxids = lappend_oid(auxids, get_relname_relid(auxname, nspid));
+		auxid = get_relname_relid(auxname, nspid);
+		create_guard_trigger(auxid);
+		auxids = lappend_oid(auxids, auxid);
 		distinct_sql = lappend(distinct_sql,
 							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS));
 		backfill_sql = lappend(backfill_sql,
@@ -449,12 +452,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(se_relation_owner(plan.streamid),
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
-					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
-					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.maintain(%s)",
-					 quote_identifier(trigname), sq, quote_literal_cstr(mq)));
+	trigid = se_create_statement_trigger(plan.streamid, trigname, TRIGGER_TYPE_AFTER,
+										 TRIGGER_TYPE_INSERT, "maintain", mq, CV_NEW_ROWS);
 	SetUserIdAndSecContext(save_userid, save_sec);
-	trigid = get_trigger_oid(plan.streamid, trigname, false);
 
 	/*
 	 * The materialization and side tables are internal parts of the view:

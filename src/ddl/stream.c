@@ -13,9 +13,9 @@
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_trigger.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
-#include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parser.h"
 #include "parser/scansup.h"
@@ -211,8 +211,6 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 	Constraint *def;
 	PlannedStmt *wrapper;
 	Oid			relid;
-	char	   *qualname;
-	char	   *sql;
 	ObjectAddress streamaddr;
 	ObjectAddress extaddr;
 
@@ -260,17 +258,10 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 	CommandCounterIncrement();
 
 	relid = RangeVarGetRelid(rv, NoLock, false);
-	qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-										  get_rel_name(relid));
 
-	sql = psprintf("CREATE TRIGGER stream_ext_append_only"
-				   " BEFORE UPDATE OR DELETE ON %s"
-				   " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.reject_stream_modification()",
-				   qualname);
-	SPI_connect();
-	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not create trigger on stream %s", qualname);
-	SPI_finish();
+	(void) se_create_statement_trigger(relid, "stream_ext_append_only", TRIGGER_TYPE_BEFORE,
+									   TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE,
+									   "reject_stream_modification", NULL, NULL);
 
 	/* DROP EXTENSION needs CASCADE while streams exist, and takes them along */
 	ObjectAddressSet(streamaddr, RelationRelationId, relid);

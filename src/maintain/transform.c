@@ -509,10 +509,10 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 
 		run_sql(psprintf("CREATE TABLE %s (%s)", tq, typed.data));
 		tableid = get_relname_relid(tablename, nspid);
-		run_sql(psprintf("CREATE TRIGGER stream_ext_guard"
-						 " BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
-						 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.guard_materialization()",
-						 tq));
+		(void) se_create_statement_trigger(tableid, "stream_ext_guard", TRIGGER_TYPE_BEFORE,
+										   TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE |
+										   TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE,
+										   "guard_materialization", NULL, NULL);
 		run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s", vq, collist.data, tq));
 		viewid = get_relname_relid(name, nspid);
 		se_record_dependency(RelationRelationId, tableid, RelationRelationId, viewid,
@@ -522,17 +522,14 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 						 DEPENDENCY_NORMAL);
 	joins_record_dependencies(query, viewid);
 
-	/* the trigger, created as the stream's owner (see ddl/ddl.c) */
+	/* the trigger, created as the stream's owner (see ddl/create_view.c) */
 	trigname = psprintf("stream_ext_transform_%u", viewid);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(se_relation_owner(streamid),
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
-					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
-					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.transform(%s)",
-					 quote_identifier(trigname), sq, quote_literal_cstr(vq)));
+	trigid = se_create_statement_trigger(streamid, trigname, TRIGGER_TYPE_AFTER,
+										 TRIGGER_TYPE_INSERT, "transform", vq, CV_NEW_ROWS);
 	SetUserIdAndSecContext(save_userid, save_sec);
-	trigid = get_trigger_oid(streamid, trigname, false);
 	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
 						 DEPENDENCY_AUTO);
 	CommandCounterIncrement();
