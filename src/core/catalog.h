@@ -66,8 +66,4 @@ extern uint64 catalog_remove_orphans(void);
 /* re-record dependencies pg_dump does not keep (after pg_restore) */
 extern int	catalog_restore_dependencies(Oid streamid);
 
-/* run catalog writes as the extension's owner */
-extern void catalog_begin_write(Oid *save_userid, int *save_sec);
-extern void catalog_end_write(Oid save_userid, int save_sec);
-
 #endif							/* STREAM_EXT_CATALOG_H */

@@ -45,6 +45,7 @@
 #include "utils/syscache.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
 #include "ddl/ddl.h"
 #include "housekeeping/retention.h"
@@ -165,7 +166,7 @@ backfill(const char *sql)
 	int			rc;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	stream_ext_maintenance_depth++;
+	se_maintenance_begin();
 	PG_TRY();
 	{
 		plan = SPI_prepare(sql, 0, NULL);
@@ -180,12 +181,12 @@ backfill(const char *sql)
 	}
 	PG_CATCH();
 	{
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 		se_rethrow_short_context(cxt, list_make1((char *) sql),
 								 "backfill of the new continuous view from the rows already in its stream");
 	}
 	PG_END_TRY();
-	stream_ext_maintenance_depth--;
+	se_maintenance_end();
 }
 
 /*
@@ -200,13 +201,11 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 	ListCell   *lc;
 	ListCell   *nc = list_head(plan->colnames);
 	Bitmapset  *only_stream = bms_make_singleton(1);
-	int			nestlevel = NewGUCNestLevel();
 
-	/* constants read the same whatever the reader's settings */
-	(void) set_config_option("DateStyle", "ISO", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * Constants read the same whatever the reader's settings: the caller
+	 * pinned them (se_pin_settings()).
+	 */
 
 	foreach(lc, query->targetList)
 	{
@@ -232,7 +231,6 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 		run_sql(psprintf("COMMENT ON COLUMN %s.%s IS %s", vq,
 						 quote_identifier(colname), quote_literal_cstr(comment)));
 	}
-	AtEOXact_GUC(true, nestlevel);
 }
 
 /*
@@ -287,8 +285,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	List	   *auxids = NIL;
 	ListCell   *lc;
 	int			nestlevel;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 
 	if (!stream_ext_installed())
 		ereport(ERROR,
@@ -373,14 +370,16 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	definition = pg_get_querydef(query, true);
 	matrelname = ChooseRelationName(viewname, NULL, "mrel", nspid, false);
 
-	/* from here on every name we write or read is schema-qualified */
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * From here on every name we write or read is schema-qualified, and
+	 * every text we generate or deparse (constants, intervals) is made
+	 * under the pinned settings of src/core/security.c.
+	 */
+	nestlevel = se_pin_settings(NULL);
 
 	SPI_connect();
 
-	/* generates SQL: after search_path is pinned */
+	/* generates SQL: after the settings are pinned */
 	if (lateness.enabled)
 		lateness_validate(&lateness, &plan, query, plan.streamid,
 						  session.enabled ? &session : NULL);
@@ -449,14 +448,12 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 * only be created by the stream's owner: create this fixed one as the
 	 * owner.  It runs maintenance as the view's owner, not the stream's.
 	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(relation_owner(plan.streamid),
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	se_run_as_role(&runas, relation_owner(plan.streamid));
 	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
 					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
 					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.maintain(%s)",
 					 quote_identifier(trigname), sq, quote_literal_cstr(mq)));
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 	trigid = get_trigger_oid(plan.streamid, trigname, false);
 
 	/*
@@ -513,7 +510,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	}
 
 	SPI_finish();
-	AtEOXact_GUC(true, nestlevel);
+	se_unpin_settings(nestlevel);
 
 	notify_pgrst_reload();
 }
@@ -573,7 +570,7 @@ check_alter(Node *parsetree)
 
 		if (!OidIsValid(relid))
 			return;
-		if (stream_ext_maintenance_depth == 0 && catalog_is_matrel(relid))
+		if (!se_in_maintenance() && catalog_is_matrel(relid))
 		{
 			/* catalog_is_matrel() also covers transforms: say which */
 			if (catalog_is_transform(relid))

@@ -12,8 +12,8 @@
  * transition table on the stream; for each INSERT (or COPY) the trigger
  * builds the key and payload of all the statement's rows with one SELECT
  * over the transition table, run as the sink's owner in a restricted
- * context (owner_context_enter(): search_path and TimeZone pinned, and
- * DateStyle, IntervalStyle and extra_float_digits too), and appends them
+ * context (se_run_as_owner(): the settings of se_pin_settings() pinned,
+ * TimeZone UTC), and appends them
  * with one INSERT ... SELECT to the logged table stream_ext.sink_queue as
  * the catalog's owner.  The queue rows thus commit or roll back with the
  * rows of the stream.  The sink's worker (sink_worker.c) produces
@@ -49,10 +49,10 @@
 #include "utils/tuplestore.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
 #include "kafka/decode.h"
 #include "kafka/sink.h"
-#include "maintain/maintain.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_sink);
 PG_FUNCTION_INFO_V1(stream_ext_start_sink);
@@ -344,8 +344,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	int32		id;
 	bool		isnull;
 	char	   *qualname;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			ret;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
@@ -396,14 +395,13 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	/* the queue trigger, created as the stream's owner (as for views) */
 	qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(stream)),
 										  get_rel_name(stream));
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(relation_owner(stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	se_run_as_role(&runas, relation_owner(stream));
 	ret = SPI_execute(psprintf("CREATE TRIGGER stream_ext_sink_%d AFTER INSERT ON %s"
 							   " REFERENCING NEW TABLE AS " SINK_NEW_TABLE
 							   " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.sink_enqueue('%d')",
 							   id, qualname, id),
 					  false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not create the queue trigger of Kafka sink \"%s\": %s",
 			 name, SPI_result_code_string(ret));
@@ -512,15 +510,13 @@ stream_ext_drop_sink(PG_FUNCTION_ARGS)
 	{
 		char	   *qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.stream)),
 														  get_rel_name(row.stream));
-		Oid			save_userid;
-		int			save_sec;
+		SeRunAs		runas;
 		int			ret;
 
-		GetUserIdAndSecContext(&save_userid, &save_sec);
-		SetUserIdAndSecContext(relation_owner(row.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		se_run_as_role(&runas, relation_owner(row.stream));
 		ret = SPI_execute(psprintf("DROP TRIGGER IF EXISTS stream_ext_sink_%d ON %s",
 								   row.id, qualname), false, 0);
-		SetUserIdAndSecContext(save_userid, save_sec);
+		se_restore(&runas);
 		if (ret != SPI_OK_UTILITY)
 			elog(ERROR, "could not drop the queue trigger of Kafka sink \"%s\"", row.name);
 	}
@@ -560,7 +556,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	KafkaSinkOptions opts;
 	List	   *cols;
 	char	   *sql;
-	OwnerContext octx;
+	SeRunAs		octx;
 	Tuplestorestate *ts;
 	EphemeralNamedRelation enr;
 	SPIPlanPtr	plan;
@@ -654,10 +650,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	 */
 	sql = build_payload_sql(format, key_column, cols, trigdata->tg_trigger->tgnewtable);
 	ts = tuplestore_begin_heap(false, false, work_mem);
-	owner_context_enter(&octx, owner, "UTC");
-	owner_context_pin("DateStyle", "ISO, YMD");
-	owner_context_pin("IntervalStyle", "postgres");
-	owner_context_pin("extra_float_digits", "1");
+	se_run_as_owner(&octx, owner, "UTC");
 	plan = SPI_prepare(sql, 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -677,7 +670,7 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 	}
 	SPI_cursor_close(portal);
 	SPI_freeplan(plan);
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	if (nrows == 0)
 	{
 		tuplestore_end(ts);

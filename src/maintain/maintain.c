@@ -49,6 +49,7 @@
 #include "utils/varlena.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
@@ -59,8 +60,6 @@
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
 PG_FUNCTION_INFO_V1(stream_ext_guard_materialization);
-
-int			stream_ext_maintenance_depth = 0;
 
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -216,7 +215,7 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *result;
 
-	if (stream_ext_maintenance_depth > 0)
+	if (se_in_maintenance())
 		(void) keep_partial_aggs_walker((Node *) parse, NULL);
 
 	if (prev_planner_hook)
@@ -224,7 +223,7 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 	else
 		result = standard_planner(parse, query_string, cursorOptions, boundParams);
 
-	if (stream_ext_maintenance_depth > 0)
+	if (se_in_maintenance())
 	{
 		ListCell   *lc;
 
@@ -402,40 +401,6 @@ prepare_plans(MaintEntry *entry)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * Set a GUC for the current nest level, unless it already has that value:
- * inside owner_context_enter/leave, until owner_context_leave.
- */
-void
-owner_context_pin(const char *name, const char *value)
-{
-	const char *current = GetConfigOption(name, false, false);
-
-	if (current == NULL || strcmp(current, value) != 0)
-		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-}
-
-void
-owner_context_enter(OwnerContext *ctx, Oid owner, const char *timezone)
-{
-	GetUserIdAndSecContext(&ctx->save_userid, &ctx->save_sec);
-	SetUserIdAndSecContext(owner,
-						   ctx->save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	ctx->nestlevel = NewGUCNestLevel();
-	owner_context_pin("search_path", "pg_catalog");
-	if (timezone != NULL)
-		owner_context_pin("TimeZone", timezone);
-}
-
-void
-owner_context_leave(OwnerContext *ctx)
-{
-	AtEOXact_GUC(true, ctx->nestlevel);
-	SetUserIdAndSecContext(ctx->save_userid, ctx->save_sec);
-}
-
 /* ---- row-level security ------------------------------------------------ */
 
 bool
@@ -525,7 +490,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	MaintEntry *entry;
-	OwnerContext octx;
+	SeRunAs		octx;
 	ListCell   *lc;
 	int			rc;
 	uint64		groups;
@@ -569,7 +534,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	register_new_rows(trigdata);
 
-	owner_context_enter(&octx, entry->cat.owner, entry->cat.timezone);
+	se_run_as_owner(&octx, entry->cat.owner, entry->cat.timezone);
 
 	if (entry->maintain_plan == NULL)
 		prepare_plans(entry);
@@ -578,14 +543,14 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	missing = priv_check(entry->privs, entry->cat.owner, &entry->privs_checked);
 	if (missing != NULL)
 	{
-		owner_context_leave(&octx);
+		se_restore(&octx);
 		SPI_finish();
 		priv_mark_invalid(entry->cat.viewid, "continuous view", missing);
 		return PointerGetDatum(NULL);
 	}
 
 	INSTR_TIME_SET_CURRENT(start);
-	stream_ext_maintenance_depth++;
+	se_maintenance_begin();
 	PG_TRY();
 	{
 		if (entry->lateness)
@@ -610,7 +575,7 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 		se_rethrow_short_context(caller_cxt, entry->statements,
 								 "%s, batch of " UINT64_FORMAT " rows inserted into %s",
 								 entry->error_context,
@@ -618,9 +583,9 @@ stream_ext_maintain(PG_FUNCTION_ARGS)
 								 RelationGetRelationName(trigdata->tg_relation));
 	}
 	PG_END_TRY();
-	stream_ext_maintenance_depth--;
+	se_maintenance_end();
 
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	SPI_finish();
 
 	if (stats_tracking())
@@ -657,7 +622,7 @@ stream_ext_guard_materialization(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("stream_ext.guard_materialization() must be called as a trigger")));
-	if (stream_ext_maintenance_depth > 0)
+	if (se_in_maintenance())
 		return PointerGetDatum(NULL);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -60,8 +60,8 @@
 #include "utils/varlena.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
-#include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "maintain/transform.h"
@@ -154,18 +154,17 @@ cv_record_notify(Oid viewid, const char *channel)
 {
 	Oid			argtypes[2] = {OIDOID, TEXTOID};
 	Datum		values[2];
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = CStringGetTextDatum(channel);
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	if (SPI_execute_with_args("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
 							  2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "stream_ext: could not record notify channel");
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 /* ---- CREATE ----------------------------------------------------------------- */
@@ -391,8 +390,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	char	   *select_sql;
 	char	   *definition;
 	char	   *trigname;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	Oid			argtypes[8] = {OIDOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[8];
 	char		nulls[8] = "        ";
@@ -454,9 +452,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	nspname = get_namespace_name(nspid);
 	definition = pg_get_querydef(query, true);
 
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = se_pin_settings(NULL);
 	SPI_connect();
 
 	if (OidIsValid(outid))
@@ -524,14 +520,12 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 
 	/* the trigger, created as the stream's owner (see ddl/ddl.c) */
 	trigname = psprintf("stream_ext_transform_%u", viewid);
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(relation_owner(streamid),
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	se_run_as_role(&runas, relation_owner(streamid));
 	run_sql(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s"
 					 " REFERENCING NEW TABLE AS " CV_NEW_ROWS
 					 " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.transform(%s)",
 					 quote_identifier(trigname), sq, quote_literal_cstr(vq)));
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 	trigid = get_trigger_oid(streamid, trigname, false);
 	record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
 					  DEPENDENCY_AUTO);
@@ -548,7 +542,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	values[6] = CStringGetTextDatum(select_sql);
 	values[7] = opts->notify ? CStringGetTextDatum(opts->notify) : (Datum) 0;
 	nulls[7] = opts->notify ? ' ' : 'n';
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	if (SPI_execute_with_args("INSERT INTO stream_ext.transform_catalog"
 							  " (transform, stream, output_stream, output_table, definition,"
 							  "  columns, select_sql, notify, timezone)"
@@ -556,7 +550,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 							  " pg_catalog.current_setting('TimeZone'))",
 							  8, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: could not record continuous transform");
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 
 	/*
 	 * A transform into a table starts from what the stream holds, like an
@@ -576,7 +570,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 
 		MemoryContext cxt = CurrentMemoryContext;
 
-		stream_ext_maintenance_depth++;
+		se_maintenance_begin();
 		PG_TRY();
 		{
 			plan = SPI_prepare(sql, 0, NULL);
@@ -587,17 +581,17 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		}
 		PG_CATCH();
 		{
-			stream_ext_maintenance_depth--;
+			se_maintenance_end();
 			se_rethrow_short_context(cxt, list_make1(sql),
 									 "backfill of the new continuous transform from the rows already in its stream");
 		}
 		PG_END_TRY();
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 	}
 
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
 	SPI_finish();
-	AtEOXact_GUC(true, nestlevel);
+	se_unpin_settings(nestlevel);
 }
 
 /* ---- maintenance -------------------------------------------------------- */
@@ -726,7 +720,7 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TransformEntry *entry;
-	OwnerContext octx;
+	SeRunAs		octx;
 	int			rc;
 	uint64		rows;
 	uint64		written = 0;
@@ -767,7 +761,7 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "SPI_register_trigger_data failed");
 
-	owner_context_enter(&octx, entry->owner, entry->timezone);
+	se_run_as_owner(&octx, entry->owner, entry->timezone);
 
 	if (entry->plan == NULL)
 	{
@@ -783,14 +777,14 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	missing = priv_check(entry->privs, entry->owner, &entry->privs_checked);
 	if (missing != NULL)
 	{
-		owner_context_leave(&octx);
+		se_restore(&octx);
 		SPI_finish();
 		priv_mark_invalid(entry->viewid, "continuous transform", missing);
 		return PointerGetDatum(NULL);
 	}
 
 	INSTR_TIME_SET_CURRENT(start);
-	stream_ext_maintenance_depth++;
+	se_maintenance_begin();
 	PG_TRY();
 	{
 		rc = SPI_execute_plan(entry->plan, NULL, NULL, false, 0);
@@ -800,16 +794,16 @@ stream_ext_transform(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 		se_rethrow_short_context(caller_cxt, list_make1(entry->sql),
 								 "continuous transform %s (statement in stream_ext.transform_catalog), batch of " UINT64_FORMAT " rows inserted into %s",
 								 entry->name, rows,
 								 RelationGetRelationName(trigdata->tg_relation));
 	}
 	PG_END_TRY();
-	stream_ext_maintenance_depth--;
+	se_maintenance_end();
 
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	SPI_finish();
 
 	if (stats_tracking())
