@@ -35,6 +35,8 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation
 PG_CONFIG ?= $(shell command -v pg_config || echo /usr/lib/postgresql/15/bin/pg_config)
 PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK  = -lrdkafka
+# export only what PostgreSQL looks up by name (src/exports.map)
+SHLIB_LINK += -Wl,--version-script=$(srcdir)/src/exports.map
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -42,6 +44,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes (a stale object with an old struct layout corrupts memory).
 $(OBJS): $(wildcard src/*.h src/*/*.h)
+$(shlib): src/exports.map
 
 $(EXTENSION)--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@

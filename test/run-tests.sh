@@ -128,6 +128,7 @@ run_tap() {
 	local names=("$@") tree=$STREAM_EXT_TMP/tree outdir=$OUT/tap n rc
 	mkdir -p "$outdir" "$tree"
 	tar -C "$ROOT" --exclude=./.git --exclude=./test/tmp --exclude=./test/postgrest/node_modules \
+		--exclude=./test/dashboard/node_modules \
 		--exclude='*.o' --exclude='*.bc' \
 		-cf - . | tar -C "$tree" -xf -
 	is_root && chown -R postgres: "$tree"

@@ -16,21 +16,11 @@ KAFKA_PER_ROUND=${DEMO_KAFKA_PER_ROUND:-1000}
 export PGTZ=UTC
 
 demo_say "start the embedded Kafka broker (librdkafka's mock cluster on loopback)"
-rm -f "$STREAM_EXT_TMP/broker.addr"
+source "$STREAM_EXT_ROOT/test/lib/broker.sh"
 # bounded: it cannot outlive the demo by more than a few minutes
-timeout 900 "$STREAM_EXT_BROKER" --partitions 2 --topic orders \
-	--bootstrap-file "$STREAM_EXT_TMP/broker.addr" >"$STREAM_EXT_TMP/broker.log" 2>&1 &
-DEMO_BROKER_PID=$!
-for _ in $(seq 1 100); do
-	[[ -s $STREAM_EXT_TMP/broker.addr ]] && break
-	sleep 0.1
-done
-BOOTSTRAP=$(head -n 1 "$STREAM_EXT_TMP/broker.addr" 2>/dev/null | sed 's/^bootstrap=//')
-if [[ -z $BOOTSTRAP ]]; then
-	cat "$STREAM_EXT_TMP/broker.log" >&2
-	echo "the embedded broker did not start" >&2
-	return 1
-fi
+broker_start "$STREAM_EXT_TMP/kafka" orders 2 900
+BOOTSTRAP=$BROKER_BOOTSTRAP
+DEMO_BROKER_PID=$BROKER_PID
 demo_say "broker at $BOOTSTRAP; topic orders with 2 partitions"
 
 demo_sql -q -e -v bootstrap="$BOOTSTRAP" <<'SQL'

