@@ -53,10 +53,8 @@ extern void se_unpin_settings(int nestlevel);
  * The maintenance scope: between se_maintenance_begin() and
  * se_maintenance_end() the planner hook turns stream_ext.partial() into
  * partial aggregates and the guard trigger lets writes to materializations
- * and side tables through.  The caller ends the scope on error too:
- *
- *		se_maintenance_begin();
- *		PG_TRY(); { ... } PG_FINALLY(); { se_maintenance_end(); } PG_END_TRY();
+ * and side tables through.  The caller ends the scope on error too, in
+ * the PG_CATCH (or PG_FINALLY) of a PG_TRY around the statements.
  */
 extern void se_maintenance_begin(void);
 extern void se_maintenance_end(void);

@@ -7,9 +7,10 @@
  *	  its stream, with the statement's rows as transition table.  The
  *	  trigger runs the view's maintenance statement (query/analyze.c) once over
  *	  those rows: one partial aggregation of the whole batch, one upsert per
- *	  touched group.  It runs as the view's owner, in a security-restricted
- *	  context, with search_path and TimeZone pinned; prepared plans are kept
- *	  per backend and rebuilt when the catalog or the tables change.
+ *	  touched group.  It runs maintain/trigger.c's skeleton (maint_ops): as
+ *	  the view's owner, in a security-restricted context, with the settings
+ *	  of core/security.c pinned; prepared plans are kept per backend and
+ *	  rebuilt when the catalog or the tables change.
  *
  *	  The maintenance statement wraps each aggregate in stream_ext.partial().
  *	  The planner hook below replaces those wrappers, in the Agg node of the
