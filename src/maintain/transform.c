@@ -10,11 +10,13 @@
  *	  which is how views chain into pipelines -- or to an append-only table
  *	  the user-facing view reads.  A statement-level AFTER INSERT trigger
  *	  (stream_ext.transform()) runs one INSERT ... SELECT over the
- *	  transition table, as the transform's owner, security-restricted, with
- *	  search_path and TimeZone pinned, from a plan kept per backend.
+ *	  transition table through maintain/trigger.c's skeleton
+ *	  (transform_ops): as the transform's owner, security-restricted, with
+ *	  the settings of core/security.c pinned, from a plan kept per backend.
  *
- *	  It also owns the notify = 'channel' option: one pg_notify per
- *	  maintained batch, for transforms and aggregate views alike.
+ *	  It also owns the notify = 'channel' option at CREATE (the NOTIFY of
+ *	  each batch is sent by trigger.c), for transforms and aggregate views
+ *	  alike.
  *
  *-------------------------------------------------------------------------
  */
