@@ -20,7 +20,7 @@ CREATE VIEW ret_local WITH (continuous, ttl = '36 hours', ttl_column = 'hour') A
   SELECT date_trunc('hour', ts::timestamp) AS hour, sum(user_id) AS s
     FROM ret_clicks GROUP BY hour;
 SELECT name, ttl, ttl_column FROM stream_ext.continuous_views
- WHERE name::text LIKE 'ret\_%' ORDER BY 1::text;
+ WHERE name::text LIKE 'ret\_%' ORDER BY name::oid;
 
 -- a copy of every row, for the oracle
 CREATE TABLE ret_copy (url text, user_id int, ts timestamptz, arrival_timestamp timestamptz);

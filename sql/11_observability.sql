@@ -73,7 +73,7 @@ SELECT line ~ '^Maintenance of public.obs_per_url: .* into public.obs_per_url_mr
   FROM stream_ext.explain('obs_per_url') AS line LIMIT 1;
 SELECT count(*) FILTER (WHERE line ~ 'Partial (Hash|Group)Aggregate') AS partial_aggs,
        count(*) FILTER (WHERE line ~ 'Conflict Resolution: UPDATE') AS upserts,
-       count(*) FILTER (WHERE line ~ 'Conflict Resolution: NOTHING') AS distinct_side_tables,
+       count(*) FILTER (WHERE line ~ '->  Insert on ') AS distinct_side_tables,
        count(*) FILTER (WHERE line ~ 'Named Tuplestore Scan') AS batch_scans
   FROM stream_ext.explain('obs_per_url', batch_rows => 10000) AS line;
 SELECT count(*) FILTER (WHERE line ~ 'Output: ') > 0 AS verbose

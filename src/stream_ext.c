@@ -19,6 +19,7 @@
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
+#include "query/aggsupport.h"
 #include "stream_ext.h"
 
 PG_MODULE_MAGIC;
@@ -48,6 +49,7 @@ _PG_init(void)
 
 	ddl_init();
 	ddl_define_gucs();
+	aggsupport_define_gucs();
 	maintain_init();
 	privileges_init();
 	stats_init();

@@ -394,14 +394,14 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		/* fragments, appended: see windows/sessions.c */
 		run_sql(psprintf("CREATE TABLE %s (%s)", mq,
 						 sessions_matrel_columns_sql(&session, cv_matrel_columns_sql(&plan))));
-		run_sql(psprintf("CREATE INDEX ON %s (%s)", mq, sessions_index_columns_sql(&plan)));
+		run_sql(sessions_index_sql(&plan, mq));
 	}
 	else
 	{
-		run_sql(psprintf("CREATE TABLE %s (%s) WITH (fillfactor = %d)",
-						 mq, cv_matrel_columns_sql(&plan), matrel_fillfactor(&plan)));
-		run_sql(psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
-						 mq, cv_matrel_key_list(&plan)));
+		run_sql(psprintf("CREATE TABLE %s (%s%s) WITH (fillfactor = %d)",
+						 mq, cv_matrel_columns_sql(&plan),
+						 cv_matrel_hash_column_sql(&plan), matrel_fillfactor(&plan)));
+		run_sql(cv_matrel_index_sql(&plan, mq));
 	}
 	matrelid = get_relname_relid(matrelname, nspid);
 	create_guard_trigger(mq);
@@ -417,9 +417,7 @@ create_continuous_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		auxname = ChooseRelationName(viewname, agg->colname, "mrel", nspid, false);
 		aq = quote_qualified_identifier(nspname, auxname);
 		run_sql(psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(&plan, agg)));
-		run_sql(psprintf("CREATE UNIQUE INDEX ON %s (%s%svalue) NULLS NOT DISTINCT",
-						 aq, plan.keyless ? "" : cv_matrel_key_list(&plan),
-						 plan.keyless ? "" : ", "));
+		run_sql(cv_auxrel_index_sql(&plan, agg, aq));
 		create_guard_trigger(aq);
 		auxids = lappend_oid(auxids, get_relname_relid(auxname, nspid));
 		distinct_sql = lappend(distinct_sql,

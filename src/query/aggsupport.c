@@ -31,10 +31,13 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "common/hashfn.h"
 
 #include "query/aggsupport.h"
 
@@ -432,4 +435,107 @@ stream_ext_finalize(PG_FUNCTION_ARGS)
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
+}
+
+/* ---- wide group keys: their hash (analyze.c, "Wide keys") -------------- */
+
+PG_FUNCTION_INFO_V1(stream_ext_key_hash);
+PG_FUNCTION_INFO_V1(stream_ext_key_hash_collision);
+
+/*
+ * stream_ext.debug_key_hash_bits: continuous views created while it is set
+ * keep only this many low bits of the hash of their wide keys (0: all 64),
+ * for good.  For tests only: with a few bits, different groups share a
+ * hash, and the exact rechecks must keep them apart.
+ */
+int			stream_ext_debug_key_hash_bits = 0;
+
+void
+aggsupport_define_gucs(void)
+{
+	DefineCustomIntVariable("stream_ext.debug_key_hash_bits",
+							"Continuous views created while this is set keep only this many bits of the hash of their wide group keys (0: all 64). For testing collisions.",
+							NULL,
+							&stream_ext_debug_key_hash_bits,
+							0, 0, 63,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+}
+
+/* the extended hash function of the type last hashed by a call site */
+typedef struct KeyHashCache
+{
+	Oid			type;
+	FmgrInfo	proc;
+} KeyHashCache;
+
+/* what a NULL key hashes to (NULL keys form one group) */
+#define KEY_HASH_NULL UINT64CONST(0x6a09e667f3bcc908)
+
+/*
+ * stream_ext.key_hash(value "any", seed int8) RETURNS int8: the hash of
+ * value by its own type's extended hash function (the one hash joins,
+ * hash indexes and hash partitioning use: values equal by the type's
+ * default equality -- under the value's collation -- hash alike, and
+ * hashes stay the same across restarts and dump/restore, as hash
+ * partitioning needs), combined into seed.  Keys are hashed as key_hash(k2, key_hash(k1, 0)).  No cast
+ * is involved: a timestamptz is hashed as a timestamptz, whatever the
+ * time zone.
+ */
+Datum
+stream_ext_key_hash(PG_FUNCTION_ARGS)
+{
+	uint64		seed = (uint64) PG_GETARG_INT64(1);
+	uint64		h;
+
+	if (PG_ARGISNULL(0))
+		h = KEY_HASH_NULL;
+	else
+	{
+		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 0);
+		KeyHashCache *cache = (KeyHashCache *) fcinfo->flinfo->fn_extra;
+
+		if (cache == NULL || cache->type != type)
+		{
+			TypeCacheEntry *tc;
+
+			if (!OidIsValid(type))
+				elog(ERROR, "stream_ext.key_hash: could not determine the type of its argument");
+			tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC);
+			if (!OidIsValid(tc->hash_extended_proc))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("could not identify an extended hash function for type %s",
+								format_type_be(type))));
+			if (cache == NULL)
+				cache = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(KeyHashCache));
+			fmgr_info_cxt(tc->hash_extended_proc, &cache->proc, fcinfo->flinfo->fn_mcxt);
+			cache->type = type;
+			fcinfo->flinfo->fn_extra = cache;
+		}
+		h = DatumGetUInt64(FunctionCall2Coll(&cache->proc, PG_GET_COLLATION(),
+											 PG_GETARG_DATUM(0), Int64GetDatum(0)));
+	}
+	PG_RETURN_INT64((int64) hash_combine64(seed, h));
+}
+
+/*
+ * stream_ext.key_hash_collision(materialization regclass): called by the
+ * upsert of a materialization indexed by the hash of its keys when the row
+ * with the batch group's hash holds other keys.  Refuses the batch rather
+ * than merge two groups.
+ */
+Datum
+stream_ext_key_hash_collision(PG_FUNCTION_ARGS)
+{
+	Oid			matrelid = PG_GETARG_OID(0);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("two groups of materialization \"%s\" have the same key hash",
+					get_rel_name(matrelid)),
+			 errdetail("Continuous views with group keys of variable-width types index their groups by a hash of the keys; a batch holding a group whose hash another group already has is refused rather than merged."),
+			 errhint("Group by a different expression (e.g. add a key column) or drop and create the view again.")));
+	PG_RETURN_NULL();
 }

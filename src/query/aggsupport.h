@@ -34,4 +34,7 @@ extern void describe_agg_storage(Aggref *aggref, AggStorage *storage,
 
 extern bool is_count_distinct(Aggref *aggref);
 
+extern int	stream_ext_debug_key_hash_bits;
+extern void aggsupport_define_gucs(void);
+
 #endif							/* STREAM_EXT_AGGSUPPORT_H */

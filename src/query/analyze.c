@@ -44,8 +44,10 @@
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "core/catalog.h"
+#include "query/aggsupport.h"
 #include "query/analyze.h"
 #include "query/joins.h"
 #include "windows/windows.h"
@@ -354,6 +356,268 @@ cv_matrel_key_list(CVPlan *plan)
 	return buf.data;
 }
 
+/*
+ * Wide keys.  A btree index entry holds at most ~2.7 kB, so a unique index
+ * on the group keys (or on a side table's keys and value) refuses a batch
+ * holding one wider value.  When a key (or the distinct value) is of a
+ * variable-width type, the table gets a column CV_KEY_HASH_COLUMN, a 64-bit
+ * hash of the keys (and value) chained through each type's extended hash
+ * function -- the one hash joins and hash indexes use, so values equal by
+ * the type's equality hash alike -- and is indexed on that instead:
+ *
+ * - the materialization: a unique index on the hash, the upsert's conflict
+ *	 target.  Its DO UPDATE rechecks the keys exactly and calls
+ *	 stream_ext.key_hash_collision(), which raises an error, if two
+ *	 different groups have the same hash: a collision never merges groups.
+ * - a count(DISTINCT) side table: a plain index on the hash; a (keys,
+ *	 value) pair is new if no row with its hash has equal keys and value.
+ *	 Exact whatever the hash; concurrent batches cannot both add the same
+ *	 pair because the maintenance statement has locked the group's row in
+ *	 the materialization first (cv_maintain_sql always locks when a side
+ *	 table is hashed) and the distinct statement runs with a fresh snapshot.
+ *
+ * The hash is stream_ext.key_hash() (aggsupport.c): each value hashed by
+ * its own type, with no cast that could depend on settings.  A hashed
+ * materialization also gets an index leading with the first key, for
+ * reads by key (WHERE url = ...) and TTL deletes: a hash index on the
+ * first key if it is variable-width (no size limit, equality only), else
+ * a btree on the leading fixed-width keys.
+ *
+ * Fixed-width keys keep the unique btree on the keys themselves (cheaper).
+ * Types without an extended hash function keep it too, and so do views
+ * created by an installation whose SQL objects predate stream_ext.key_hash
+ * (0.2 running this module before ALTER EXTENSION UPDATE).
+ */
+static Oid
+key_hash_func(Oid type)
+{
+	return lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc;
+}
+
+/* does the installed extension have stream_ext.key_hash("any", int8)? */
+static bool
+key_hash_installed(void)
+{
+	Oid			argtypes[2] = {ANYOID, INT8OID};
+
+	return OidIsValid(LookupFuncName(list_make2(makeString("stream_ext"),
+												makeString("key_hash")),
+									 2, argtypes, true));
+}
+
+/* do these types need a hash (some variable-width), and do they all have one? */
+static bool
+types_need_hash(List *types)
+{
+	ListCell   *lc;
+	bool		wide = false;
+
+	if (!key_hash_installed())
+		return false;
+
+	foreach(lc, types)
+	{
+		Oid			type = lfirst_oid(lc);
+
+		if (!OidIsValid(key_hash_func(type)))
+			return false;
+		wide |= (get_typlen(type) < 0);
+	}
+	return wide;
+}
+
+static List *
+key_types(CVPlan *plan)
+{
+	List	   *types = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->keys)
+		types = lappend_oid(types, ((CVKey *) lfirst(lc))->type);
+	return types;
+}
+
+static Expr *distinct_arg(CVAgg *agg);
+
+bool
+cv_matrel_hashed(CVPlan *plan)
+{
+	return !plan->keyless && types_need_hash(key_types(plan));
+}
+
+bool
+cv_auxrel_hashed(CVPlan *plan, CVAgg *agg)
+{
+	return types_need_hash(lappend_oid(key_types(plan),
+									   exprType((Node *) distinct_arg(agg))));
+}
+
+/* does any side table rely on the maintenance statement locking its groups? */
+static bool
+any_auxrel_hashed(CVPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct && cv_auxrel_hashed(plan, agg))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The hash of the values exprs (SQL expressions): h_n where h_0 = 0 and
+ * h_i = stream_ext.key_hash(expr_i, h_i-1), each value hashed by its own
+ * type (aggsupport.c), masked to stream_ext.debug_key_hash_bits bits if
+ * that is set.
+ */
+static void
+append_key_hash(StringInfo buf, List *exprs)
+{
+	StringInfoData h;
+	ListCell   *le;
+
+	initStringInfo(&h);
+	appendStringInfoString(&h, "0::pg_catalog.int8");
+	foreach(le, exprs)
+	{
+		char	   *prev = pstrdup(h.data);
+
+		resetStringInfo(&h);
+		appendStringInfo(&h, "stream_ext.key_hash((%s), %s)", (char *) lfirst(le), prev);
+	}
+	if (stream_ext_debug_key_hash_bits > 0)
+		appendStringInfo(buf, "(%s OPERATOR(pg_catalog.&) " INT64_FORMAT ")", h.data,
+						 (int64) ((UINT64CONST(1) << stream_ext_debug_key_hash_bits) - 1));
+	else
+		appendStringInfoString(buf, h.data);
+}
+
+/* the key columns of the plan, each with prefix */
+static List *
+key_column_refs(CVPlan *plan, const char *prefix)
+{
+	List	   *refs = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->keys)
+		refs = lappend(refs, psprintf("%s%s", prefix,
+									  quote_identifier(((CVKey *) lfirst(lc))->colname)));
+	return refs;
+}
+
+/* ROW(a.k1, ...) IS NOT DISTINCT FROM ROW(b.k1, ...) */
+static void
+append_rows_equal(StringInfo buf, List *a, List *b)
+{
+	ListCell   *la;
+	ListCell   *lb;
+
+	appendStringInfoString(buf, "ROW(");
+	foreach(la, a)
+		appendStringInfo(buf, "%s%s", foreach_current_index(la) > 0 ? ", " : "",
+						 (char *) lfirst(la));
+	appendStringInfoString(buf, ") IS NOT DISTINCT FROM ROW(");
+	foreach(lb, b)
+		appendStringInfo(buf, "%s%s", foreach_current_index(lb) > 0 ? ", " : "",
+						 (char *) lfirst(lb));
+	appendStringInfoChar(buf, ')');
+}
+
+/* the materialization's conflict target (and unique index columns) */
+static const char *
+matrel_conflict_target(CVPlan *plan)
+{
+	return cv_matrel_hashed(plan) ? CV_KEY_HASH_COLUMN : cv_matrel_key_list(plan);
+}
+
+/*
+ * SET clause item of a hashed materialization's DO UPDATE: the exact
+ * recheck of the keys of the row the hash found.
+ */
+static void
+append_key_recheck(StringInfo buf, CVPlan *plan, const char *matrel)
+{
+	appendStringInfo(buf, "%s = CASE WHEN ", CV_KEY_HASH_COLUMN);
+	append_rows_equal(buf, key_column_refs(plan, "m."), key_column_refs(plan, "excluded."));
+	appendStringInfo(buf, " THEN m.%s ELSE stream_ext.key_hash_collision(%s::pg_catalog.regclass) END",
+					 CV_KEY_HASH_COLUMN, quote_literal_cstr(matrel));
+}
+
+/* the materialization's key hash column, appended to its columns, or "" */
+char *
+cv_matrel_hash_column_sql(CVPlan *plan)
+{
+	return cv_matrel_hashed(plan) ? ", " CV_KEY_HASH_COLUMN " bigint NOT NULL" : "";
+}
+
+/*
+ * An index on rel for reads by key with no size limit when a key is of a
+ * variable-width type: a hash index on the first key if that one is
+ * variable-width (equality only), else a btree on the leading fixed-width
+ * keys.  When every key is fixed-width (or the first key's type has no
+ * hash opclass), the btree on all the keys followed by trailing (a column,
+ * or NULL).
+ */
+char *
+cv_key_lookup_index_sql(CVPlan *plan, const char *rel, const char *trailing)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	CVKey	   *first = linitial(plan->keys);
+
+	initStringInfo(&buf);
+	if (get_typlen(first->type) < 0 && OidIsValid(key_hash_func(first->type)))
+	{
+		appendStringInfo(&buf, "CREATE INDEX ON %s USING hash (%s)", rel,
+						 quote_identifier(first->colname));
+		return buf.data;
+	}
+	appendStringInfo(&buf, "CREATE INDEX ON %s (", rel);
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+
+		if (get_typlen(key->type) < 0 && OidIsValid(key_hash_func(key->type)))
+			break;
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_identifier(key->colname));
+	}
+	if (lc == NULL && trailing != NULL)
+		appendStringInfo(&buf, ", %s", trailing);
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * CREATE [UNIQUE] INDEX statements of the materialization: the unique index
+ * and, if hashed, the index for reads by key (see "Wide keys")
+ */
+char *
+cv_matrel_index_sql(CVPlan *plan, const char *matrel)
+{
+	char	   *unique = psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
+								  matrel, matrel_conflict_target(plan));
+
+	if (!cv_matrel_hashed(plan))
+		return unique;
+	return psprintf("%s; %s", unique, cv_key_lookup_index_sql(plan, matrel, NULL));
+}
+
+/* CREATE [UNIQUE] INDEX statement of a count(DISTINCT) side table */
+char *
+cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel)
+{
+	if (cv_auxrel_hashed(plan, agg))
+		return psprintf("CREATE INDEX ON %s (%s)", auxrel, CV_KEY_HASH_COLUMN);
+	return psprintf("CREATE UNIQUE INDEX ON %s (%s%svalue) NULLS NOT DISTINCT",
+					auxrel, plan->keyless ? "" : cv_matrel_key_list(plan),
+					plan->keyless ? "" : ", ");
+}
+
 /* column definitions of the materialization table */
 char *
 cv_matrel_columns_sql(CVPlan *plan)
@@ -420,6 +684,8 @@ cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg)
 	appendStringInfo(&buf, "value %s NOT NULL",
 					 type_sql(exprType((Node *) arg), exprTypmod((Node *) arg),
 							  exprCollation((Node *) arg)));
+	if (cv_auxrel_hashed(plan, agg))
+		appendStringInfo(&buf, ", %s bigint NOT NULL", CV_KEY_HASH_COLUMN);
 	return buf.data;
 }
 
@@ -522,10 +788,13 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 	bool		first;
 	bool		has_states = false;
 	Node	   *where = plan->query->jointree->quals;
+	bool		hashed = cv_matrel_hashed(plan);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "/* stream_ext maintenance */ INSERT INTO %s AS m (%s",
 					 matrel, cv_matrel_key_list(plan));
+	if (hashed)
+		appendStringInfo(&buf, ", %s", CV_KEY_HASH_COLUMN);
 	foreach(lc, plan->aggs)
 	{
 		CVAgg	   *agg = lfirst(lc);
@@ -541,6 +810,16 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 		appendStringInfoString(&buf, "true");
 	else
 		append_key_exprs(&buf, plan, ctx);
+	if (hashed)
+	{
+		List	   *exprs = NIL;
+
+		foreach(lc, plan->keys)
+			exprs = lappend(exprs, deparse_expression((Node *) ((CVKey *) lfirst(lc))->expr,
+													  ctx, true, false));
+		appendStringInfoString(&buf, ", ");
+		append_key_hash(&buf, exprs);
+	}
 	foreach(lc, plan->aggs)
 	{
 		CVAgg	   *agg = lfirst(lc);
@@ -560,13 +839,25 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 		appendStringInfoString(&buf, " GROUP BY ()");	/* always one row */
 	append_positions(&buf, "GROUP BY", list_length(plan->keys));
 	append_positions(&buf, "ORDER BY", list_length(plan->keys));
-	appendStringInfo(&buf, " ON CONFLICT (%s) DO ", cv_matrel_key_list(plan));
-	if (!has_states)
+	appendStringInfo(&buf, " ON CONFLICT (%s) DO ", matrel_conflict_target(plan));
+	if (!has_states && !hashed && !any_auxrel_hashed(plan))
 		appendStringInfoString(&buf, "NOTHING");
+	else if (!has_states && !hashed)
+	{
+		/* lock the group's row for the hashed side tables (see above) */
+		const char *col = plan->keyless ? CV_SINGLE_COLUMN :
+			quote_identifier(((CVKey *) linitial(plan->keys))->colname);
+		appendStringInfo(&buf, "UPDATE SET %s = excluded.%s", col, col);
+	}
 	else
 	{
 		appendStringInfoString(&buf, "UPDATE SET ");
 		first = true;
+		if (hashed)
+		{
+			append_key_recheck(&buf, plan, matrel);
+			first = false;
+		}
 		foreach(lc, plan->aggs)
 		{
 			CVAgg	   *agg = lfirst(lc);
@@ -597,14 +888,49 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	Node	   *where = plan->query->jointree->quals;
 	char	   *arg = deparse_expression((Node *) distinct_arg(agg), ctx, true, false);
 	const char *col = quote_identifier(agg->colname);
+	bool		aux_hashed = cv_auxrel_hashed(plan, agg);
+	bool		hashed = cv_matrel_hashed(plan);
+	int			nkeys = list_length(plan->keys);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "/* stream_ext maintenance */ WITH new_values AS (INSERT INTO %s (", auxrel);
 	append_key_columns(&buf, plan, "");
-	appendStringInfo(&buf, "%svalue) SELECT DISTINCT ", plan->keyless ? "" : ", ");
-	append_key_exprs(&buf, plan, ctx);
-	appendStringInfo(&buf, "%s%s FROM %s WHERE (%s) IS NOT NULL",
-					 plan->keyless ? "" : ", ", arg,
+	appendStringInfo(&buf, "%svalue%s) ", plan->keyless ? "" : ", ",
+					 aux_hashed ? ", " CV_KEY_HASH_COLUMN : "");
+	if (aux_hashed)
+	{
+		/*
+		 * the batch's distinct pairs d, with their hash, not yet in auxrel
+		 * (columns named one by one: catalog_column_user() takes a
+		 * whole-row reference for a use of every stream column)
+		 */
+		List	   *cols = NIL;
+
+		for (int i = 1; i <= nkeys; i++)
+			cols = lappend(cols, psprintf("d.k%d", i));
+		cols = lappend(cols, "d.v");
+		appendStringInfoString(&buf, "SELECT ");
+		for (int i = 1; i <= nkeys; i++)
+			appendStringInfo(&buf, "x.k%d, ", i);
+		appendStringInfoString(&buf, "x.v, x.h FROM (SELECT ");
+		for (int i = 1; i <= nkeys; i++)
+			appendStringInfo(&buf, "d.k%d, ", i);
+		appendStringInfoString(&buf, "d.v, ");
+		append_key_hash(&buf, cols);
+		appendStringInfoString(&buf, " AS h FROM (SELECT DISTINCT ");
+		for (int i = 1; i <= nkeys; i++)
+			appendStringInfo(&buf, "%s AS k%d, ",
+							 deparse_expression((Node *) ((CVKey *) list_nth(plan->keys, i - 1))->expr,
+												ctx, true, false), i);
+		appendStringInfo(&buf, "%s AS v", arg);
+	}
+	else
+	{
+		appendStringInfoString(&buf, "SELECT DISTINCT ");
+		append_key_exprs(&buf, plan, ctx);
+		appendStringInfo(&buf, "%s%s", plan->keyless ? "" : ", ", arg);
+	}
+	appendStringInfo(&buf, " FROM %s WHERE (%s) IS NOT NULL",
 					 joins_from_sql(plan->query, ctx, source), arg);
 	if (where)
 		appendStringInfo(&buf, " AND (%s)", deparse_expression(where, ctx, true, false));
@@ -613,24 +939,55 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	if (agg->aggref->aggfilter)
 		appendStringInfo(&buf, " AND (%s)",
 						 deparse_expression((Node *) agg->aggref->aggfilter, ctx, true, false));
-	appendStringInfoString(&buf, " ON CONFLICT DO NOTHING RETURNING ");
+	if (aux_hashed)
+	{
+		List	   *stored = key_column_refs(plan, "e.");
+		List	   *xcols = NIL;
+
+		for (int i = 1; i <= nkeys; i++)
+			xcols = lappend(xcols, psprintf("x.k%d", i));
+		xcols = lappend(xcols, "x.v");
+		stored = lappend(stored, "e.value");
+		/*
+		 * A scalar subquery, not NOT EXISTS: the planner may turn an anti
+		 * join into a hash join over the whole side table, once per batch;
+		 * a scalar subquery stays an index probe per pair.
+		 */
+		appendStringInfo(&buf, ") d) x WHERE (SELECT true FROM %s e WHERE e.%s OPERATOR(pg_catalog.=) x.h AND ",
+						 auxrel, CV_KEY_HASH_COLUMN);
+		append_rows_equal(&buf, stored, xcols);
+		appendStringInfoString(&buf, " LIMIT 1) IS NULL RETURNING ");
+	}
+	else
+		appendStringInfoString(&buf, " ON CONFLICT DO NOTHING RETURNING ");
 	if (plan->keyless)
 		appendStringInfoString(&buf, "1");
 	else
 		append_key_columns(&buf, plan, "");
-	appendStringInfo(&buf, ") INSERT INTO %s AS m (%s, %s) SELECT ",
-					 matrel, cv_matrel_key_list(plan), col);
+	appendStringInfo(&buf, ") INSERT INTO %s AS m (%s%s, %s) SELECT ",
+					 matrel, cv_matrel_key_list(plan),
+					 hashed ? ", " CV_KEY_HASH_COLUMN : "", col);
 	if (plan->keyless)
 		appendStringInfoString(&buf, "true, pg_catalog.count(*) FROM new_values HAVING pg_catalog.count(*) > 0");
 	else
 	{
 		append_key_columns(&buf, plan, "");
+		if (hashed)
+		{
+			appendStringInfoString(&buf, ", ");
+			append_key_hash(&buf, key_column_refs(plan, ""));
+		}
 		appendStringInfoString(&buf, ", pg_catalog.count(*) FROM new_values");
-		append_positions(&buf, "GROUP BY", list_length(plan->keys));
-		append_positions(&buf, "ORDER BY", list_length(plan->keys));
+		append_positions(&buf, "GROUP BY", nkeys);
+		append_positions(&buf, "ORDER BY", nkeys);
 	}
-	appendStringInfo(&buf, " ON CONFLICT (%s) DO UPDATE SET %s = m.%s OPERATOR(pg_catalog.+) excluded.%s",
-					 cv_matrel_key_list(plan), col, col, col);
+	appendStringInfo(&buf, " ON CONFLICT (%s) DO UPDATE SET ", matrel_conflict_target(plan));
+	if (hashed)
+	{
+		append_key_recheck(&buf, plan, matrel);
+		appendStringInfoString(&buf, ", ");
+	}
+	appendStringInfo(&buf, "%s = m.%s OPERATOR(pg_catalog.+) excluded.%s", col, col, col);
 	return buf.data;
 }
 

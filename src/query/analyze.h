@@ -55,6 +55,8 @@ typedef struct CVPlan
 
 #define CV_SINGLE_COLUMN "_single"
 #define CV_NEW_ROWS "stream_ext_new"
+/* 64-bit hash of wide group keys (analyze.c: "Wide keys") */
+#define CV_KEY_HASH_COLUMN "stream_ext_key_hash"
 
 extern void cv_analyze(Query *query, const char *querytext, List *aliases,
 					   CVPlan *plan);
@@ -71,6 +73,13 @@ extern void append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx);
 extern char *cv_matrel_columns_sql(CVPlan *plan);
 extern char *cv_matrel_key_list(CVPlan *plan);
 extern char *cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg);
+extern bool cv_matrel_hashed(CVPlan *plan);
+extern bool cv_auxrel_hashed(CVPlan *plan, CVAgg *agg);
+extern char *cv_matrel_hash_column_sql(CVPlan *plan);
+extern char *cv_matrel_index_sql(CVPlan *plan, const char *matrel);
+extern char *cv_key_lookup_index_sql(CVPlan *plan, const char *rel,
+									 const char *trailing);
+extern char *cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel);
 extern char *cv_maintain_sql(CVPlan *plan, const char *matrel,
 							 const char *source);
 extern char *cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,

@@ -128,3 +128,13 @@ CREATE FUNCTION stream_ext.finalize(state "any", aggregate regprocedure, result_
     RETURNS anycompatible
     AS 'MODULE_PATHNAME', 'stream_ext_finalize'
     LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+-- Continuous views with wide group keys: refuses a batch whose group has the hash of another
+CREATE FUNCTION stream_ext.key_hash_collision(materialization regclass) RETURNS int8
+    AS 'MODULE_PATHNAME', 'stream_ext_key_hash_collision'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+
+-- The 64-bit hash of value by its own type's extended hash function, combined into seed
+CREATE FUNCTION stream_ext.key_hash(value "any", seed int8) RETURNS int8
+    AS 'MODULE_PATHNAME', 'stream_ext_key_hash'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;

@@ -184,15 +184,14 @@ sessions_matrel_columns_sql(SessionSpec *spec, const char *base_columns)
 					base_columns, t, t);
 }
 
+/*
+ * The materialization's index: on (keys, session_start), or, when a key is
+ * of a variable-width type, one without a size limit (analyze.c)
+ */
 char *
-sessions_index_columns_sql(CVPlan *plan)
+sessions_index_sql(CVPlan *plan, const char *matrel)
 {
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	append_key_columns(&buf, plan, "");
-	appendStringInfoString(&buf, ", " SESSION_START);
-	return buf.data;
+	return cv_key_lookup_index_sql(plan, matrel, SESSION_START);
 }
 
 static void

@@ -219,3 +219,13 @@ SELECT t.transform AS name,
   JOIN pg_catalog.pg_class c ON c.oid = t.transform
   LEFT JOIN stream_ext._view_stats() s ON s.view = t.transform::oid
   LEFT JOIN stream_ext.invalid_objects i ON i.object = t.transform;
+
+-- wide group keys: continuous views index them by a hash (issue #14, item 7)
+CREATE FUNCTION stream_ext.key_hash_collision(materialization regclass) RETURNS int8
+    AS 'MODULE_PATHNAME', 'stream_ext_key_hash_collision'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+
+-- The 64-bit hash of value by its own type's extended hash function, combined into seed
+CREATE FUNCTION stream_ext.key_hash(value "any", seed int8) RETURNS int8
+    AS 'MODULE_PATHNAME', 'stream_ext_key_hash'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
