@@ -2,7 +2,8 @@
  *
  * stream_ext.c
  *	  Module entry point: _PG_init installs the hooks and GUCs of every
- *	  subsystem.  Nothing else lives here.
+ *	  subsystem.  Nothing else lives here, and nothing calls back into it:
+ *	  the preload flag it sets lives in core/util.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,23 +11,23 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 
+#include "core/util.h"
 #include "ddl/ddl.h"
 #include "housekeeping/retention.h"
 #include "kafka/common.h"
 #include "kafka/launcher.h"
 #include "kafka/sink.h"
+#include "kafka/source.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "query/aggsupport.h"
-#include "stream_ext.h"
 
 PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(stream_ext_assert_preloaded);
-
-bool		stream_ext_preloaded = false;
 
 void		_PG_init(void);
 
@@ -53,10 +54,12 @@ _PG_init(void)
 	maintain_init();
 	privileges_init();
 	stats_init();
+	kafka_common_init();
+	kafka_source_init();
 	kafka_sink_init();
 	retention_init();
-	stream_ext_launcher_init();
-	kafka_shmem_init();
+	kafka_launcher_init();
+	MarkGUCPrefixReserved("stream_ext");
 }
 
 /*

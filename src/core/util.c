@@ -21,6 +21,9 @@
 
 #include "core/util.h"
 
+/* set by _PG_init: loaded through shared_preload_libraries */
+bool		stream_ext_preloaded = false;
+
 /* the owner of relation relid (pg_class.relowner) */
 Oid
 relation_owner(Oid relid)

@@ -12,6 +12,9 @@
 
 #include "catalog/dependency.h"
 
+/* set by _PG_init: loaded through shared_preload_libraries */
+extern bool stream_ext_preloaded;
+
 extern Oid	relation_owner(Oid relid);
 extern void record_dependency(Oid classid, Oid objid, Oid refclassid,
 							  Oid refobjid, DependencyType type);

@@ -53,7 +53,6 @@
 #include "maintain/transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
-#include "stream_ext.h"
 #include "windows/lateness.h"
 #include "windows/sessions.h"
 #include "windows/windows.h"

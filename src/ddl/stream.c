@@ -26,6 +26,7 @@
 #include "utils/varlena.h"
 
 #include "core/catalog.h"
+#include "core/util.h"
 #include "ddl/stream.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_stream);

@@ -8,9 +8,6 @@
 #ifndef STREAM_EXT_STREAM_H
 #define STREAM_EXT_STREAM_H
 
-
-#include "stream_ext.h"
-
 /* the column every stream gets, filled at insert */
 #define STREAM_ARRIVAL_COLUMN "arrival_timestamp"
 

@@ -4,7 +4,7 @@
  *	  Bulk insertion of already-decoded tuples into a stream, the way COPY
  *	  FROM does it, for the Kafka source workers.
  *
- * stream_bulk_insert() inserts a batch of tuples (of the target columns
+ * kafka_bulk_insert() inserts a batch of tuples (of the target columns
  * only) as one statement with the semantics of
  *		INSERT INTO stream (target columns) SELECT ... FROM batch
  * without planning or running that statement: INSERT privilege on the
@@ -177,7 +177,7 @@ flush_slots(EState *estate, ResultRelInfo *rri, TransitionCaptureState *tcs,
  * subtransaction.
  */
 bool
-stream_bulk_insert(Oid relid, TupleDesc srcdesc, const AttrNumber *attnums,
+kafka_bulk_insert(Oid relid, TupleDesc srcdesc, const AttrNumber *attnums,
 				   HeapTuple *tuples, int ntuples)
 {
 	Relation	rel;

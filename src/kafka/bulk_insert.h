@@ -5,14 +5,14 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef STREAM_EXT_STREAM_INSERT_H
-#define STREAM_EXT_STREAM_INSERT_H
+#ifndef STREAM_EXT_KAFKA_BULK_INSERT_H
+#define STREAM_EXT_KAFKA_BULK_INSERT_H
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
 
-extern bool stream_bulk_insert(Oid relid, TupleDesc srcdesc,
+extern bool kafka_bulk_insert(Oid relid, TupleDesc srcdesc,
 							   const AttrNumber *attnums,
 							   HeapTuple *tuples, int ntuples);
 
-#endif							/* STREAM_EXT_STREAM_INSERT_H */
+#endif							/* STREAM_EXT_KAFKA_BULK_INSERT_H */

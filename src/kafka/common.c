@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
@@ -56,7 +57,9 @@
  * ----------------------------------------------------------------
  */
 
-static const KafkaKind *const kafka_kinds[] = {&kafka_source_kind, &kafka_sink_kind};
+/* the kinds whose tables of slots live in shared memory (their _init()) */
+static const KafkaKind *kafka_kinds[2];
+static int	kafka_nkinds = 0;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -74,7 +77,7 @@ kafka_shmem_request(void)
 
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	for (i = 0; i < lengthof(kafka_kinds); i++)
+	for (i = 0; i < kafka_nkinds; i++)
 	{
 		RequestAddinShmemSpace(slot_table_size(kafka_kinds[i]));
 		RequestNamedLWLockTranche(kafka_kinds[i]->tranche, 1);
@@ -90,7 +93,7 @@ kafka_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	for (i = 0; i < lengthof(kafka_kinds); i++)
+	for (i = 0; i < kafka_nkinds; i++)
 	{
 		const KafkaKind *kind = kafka_kinds[i];
 		Size		size = slot_table_size(kind);
@@ -110,11 +113,11 @@ kafka_shmem_startup(void)
 }
 
 /*
- * Called from _PG_init: the GUC stream_ext.allowed_brokers; the tables of
- * slots, when preloaded.
+ * Called from _PG_init (before the sources' and sinks' own _init()): the
+ * GUC stream_ext.allowed_brokers.
  */
 void
-kafka_shmem_init(void)
+kafka_common_init(void)
 {
 	DefineCustomStringVariable("stream_ext.allowed_brokers",
 							   "Kafka brokers that sources and sinks of non-superusers may connect to.",
@@ -123,7 +126,29 @@ kafka_shmem_init(void)
 							   "",
 							   PGC_SUSET, GUC_LIST_INPUT,
 							   kafka_check_allowed_brokers, NULL, NULL);
+}
+
+/*
+ * Called from a kind's _init() (kafka_source_init(), kafka_sink_init()) at
+ * preload: defines its GUC max_slots, and its table of slots is allocated
+ * in shared memory when the server starts.
+ */
+void
+kafka_slot_table_register(const KafkaKind *kind)
+{
+	DefineCustomIntVariable(kind->slot_guc,
+							kind->max_slots_desc,
+							kind->max_slots_long_desc,
+							kind->max_slots,
+							kind->max_slots_default, 1, 1024,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
+		return;
+	if (kafka_nkinds >= lengthof(kafka_kinds))
+		elog(ERROR, "too many kinds of Kafka slot tables");
+	kafka_kinds[kafka_nkinds++] = kind;
+	if (kafka_nkinds > 1)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = kafka_shmem_request;
@@ -187,6 +212,43 @@ kafka_slot_snapshot(const KafkaKind *kind, int *nslots)
 	return copy;
 }
 
+/*
+ * The body of a status function of kind (a set-returning function): rows
+ * adds the rows of each slot the current user may see.
+ */
+void
+kafka_slot_srf(FunctionCallInfo fcinfo, const KafkaKind *kind, KafkaSlotRows rows)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *slots;
+	int			nslots;
+	Oid			relid;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	slots = kafka_slot_snapshot(kind, &nslots);
+	relid = kafka_catalog_table(kind, true);
+	for (i = 0; i < nslots; i++)
+	{
+		KafkaSlot  *slot = (KafkaSlot *) (slots + i * kind->slot_size);
+
+		if (kafka_slot_visible(slot, relid))
+			rows(slot, rsinfo);
+	}
+}
+
+/* the index of name (case-insensitive) in names[0..nnames), or -1 */
+int
+kafka_name_index(const char *name, const char *const *names, int nnames)
+{
+	int			i;
+
+	for (i = 0; i < nnames; i++)
+		if (pg_strcasecmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 /* does a status view show this slot to the current user? */
 bool
 kafka_slot_visible(const KafkaSlot *slot, Oid catalog_relid)
@@ -246,13 +308,45 @@ kafka_opt_string(JsonbValue *v, const char *key)
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 
-/* an integer in [min, max], given as a JSON number or string */
+/*
+ * The integer options of sources and sinks and their bounds, as
+ * docs/kafka.md lists them.
+ */
+static const KafkaIntOption kafka_int_options[] = {
+	{"source", "start_offset", 0, PG_INT64_MAX},
+	{"source", "start_timestamp", 0, PG_INT64_MAX},
+	{"source", "batch_size", 1, 1000000},
+	{"source", "max_wait_ms", 1, 60000},
+	{"source", "workers", 1, KAFKA_MAX_WORKERS_PER_SOURCE},
+	{"source", "max_message_bytes", 1, MaxAllocSize - 1},
+	{"sink", "batch_size", 1, 100000},
+	{"sink", "poll_interval_ms", 10, 60000},
+};
+
+/*
+ * Integer option key of a source or sink (kind), given as a JSON number or
+ * string, within its bounds in kafka_int_options[].
+ */
 int64
-kafka_opt_int(JsonbValue *v, const char *key, int64 min, int64 max)
+kafka_opt_int(JsonbValue *v, const KafkaKind *kind, const char *key)
 {
 	char	   *s;
 	char	   *end;
 	int64		val;
+	int64		min = 0;
+	int64		max = -1;
+	int			i;
+
+	for (i = 0; i < lengthof(kafka_int_options); i++)
+		if (strcmp(kafka_int_options[i].noun, kind->noun) == 0 &&
+			strcmp(kafka_int_options[i].key, key) == 0)
+		{
+			min = kafka_int_options[i].min;
+			max = kafka_int_options[i].max;
+			break;
+		}
+	if (i == lengthof(kafka_int_options))
+		elog(ERROR, "no bounds for Kafka %s option \"%s\"", kind->noun, key);
 
 	if (v->type == jbvNumeric)
 		s = DatumGetCString(DirectFunctionCall1(numeric_out,
@@ -303,7 +397,7 @@ add_property(List **keys, List **values, const char *key, JsonbValue *v)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"%s\" must be a string, number or boolean", key)));
 	*keys = lappend(*keys, pstrdup(key));
-	*values = lappend(*values, jsonb_value_text(v));
+	*values = lappend(*values, kafka_jsonb_value_text(v));
 }
 
 /*
@@ -1145,6 +1239,146 @@ kafka_bgworker_init(BackgroundWorker *worker, const char *function, const char *
 	worker->bgw_notify_pid = 0;
 }
 
+/*
+ * Register a dynamic worker (kafka_bgworker_init()) named name, with extra
+ * (extra_size bytes) in its bgw_extra.  Without a free background worker
+ * slot: ERROR if error_on_failure, else WARNING and false.  what names the
+ * worker in that message, hint says what to raise.
+ */
+bool
+kafka_bgworker_launch(const char *function, const char *type, const char *name,
+					  const void *extra, Size extra_size, bool error_on_failure,
+					  const char *what, const char *hint)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	kafka_bgworker_init(&worker, function, type);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+	Assert(extra_size <= BGW_EXTRALEN);
+	memcpy(worker.bgw_extra, extra, extra_size);
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		ereport(error_on_failure ? ERROR : WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start %s: no free background worker slot", what),
+				 errhint("%s", hint)));
+		return false;
+	}
+	return true;
+}
+
+/* append a worker to start to list: its id, worker number and bgw_extra */
+void
+kafka_launch_add(KafkaLaunchList *list, int32 id, int32 worker,
+				 const void *args, Size args_size)
+{
+	MemoryContext old = MemoryContextSwitchTo(list->cxt);
+	KafkaLaunch *launch = palloc(sizeof(KafkaLaunch));
+
+	launch->id = id;
+	launch->worker = worker;
+	launch->args = palloc(args_size);
+	memcpy(launch->args, args, args_size);
+	list->items = lappend(list->items, launch);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Called by the launcher's scanner (connected to dboid, no transaction):
+ * if stream_ext and kind's catalog table are there, read the running rows
+ * with sql, let row list the workers of each, and after the transaction
+ * start every one whose slot is not live.
+ */
+void
+kafka_launch_running(const KafkaKind *kind, Oid dboid, const char *sql,
+					 KafkaRunningRow row, KafkaStartWorker start)
+{
+	KafkaLaunchList list;
+	ListCell   *lc;
+
+	if (*kind->shared == NULL)
+		return;
+	list.cxt = CurrentMemoryContext;
+	list.dboid = dboid;
+	list.catalog_relid = InvalidOid;
+	list.items = NIL;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (OidIsValid(get_extension_oid("stream_ext", true)) &&
+		OidIsValid(list.catalog_relid = kafka_catalog_table(kind, true)))
+	{
+		int			ret;
+		uint64		i;
+
+		SPI_connect();
+		ret = SPI_execute(sql, true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+		for (i = 0; i < SPI_processed; i++)
+			row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &list);
+		SPI_finish();
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	foreach(lc, list.items)
+	{
+		KafkaLaunch *launch = lfirst(lc);
+
+		if (!kafka_slot_is_live(kind, dboid, list.catalog_relid,
+								launch->id, launch->worker))
+			start(launch);
+	}
+}
+
+/*
+ * The first arguments of create_kafka_source() and create_kafka_sink():
+ * name, stream, brokers, topic (none may be null) and format.
+ */
+void
+kafka_definition_args(FunctionCallInfo fcinfo, KafkaDefinition *def)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("name, stream, brokers and topic must not be null")));
+	def->name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	def->stream = PG_GETARG_OID(1);
+	def->brokers = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	def->topic = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	def->format = PG_ARGISNULL(4) ? "json" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+}
+
+/* $1 .. $4 of the catalog INSERT: name, stream, brokers, topic */
+void
+kafka_definition_datums(const KafkaDefinition *def, Datum *args)
+{
+	args[0] = CStringGetTextDatum(def->name);
+	args[1] = ObjectIdGetDatum(def->stream);
+	args[2] = CStringGetTextDatum(def->brokers);
+	args[3] = CStringGetTextDatum(def->topic);
+}
+
+/*
+ * The beginning of start_source() and start_sink(), after SPI_connect():
+ * the kind needs its slots (preload); read the row of name, which the
+ * current user must own.
+ */
+void
+kafka_start_fetch_row(const KafkaKind *kind, const char *name, KafkaCatalogRow *row)
+{
+	if (*kind->shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("Kafka %ss need stream_ext in shared_preload_libraries", kind->noun),
+				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
+	kafka_fetch_row(kind, name, row, false);
+	kafka_check_owner(kind, row);
+}
+
 /* ----------------------------------------------------------------
  * In a worker (one source worker or sink worker per process)
  * ----------------------------------------------------------------
@@ -1226,16 +1460,22 @@ release_slot(int code, Datum arg)
 }
 
 /*
- * A worker's start, after its signal handlers: connect to dboid as owner
- * (every statement runs as the owner), claim the slot of (dboid,
+ * A worker's start: set its signal handlers (SIGHUP: reload the
+ * configuration; SIGTERM: sigterm), connect to dboid as owner (every
+ * statement runs as the owner), claim the slot of (dboid,
  * catalog_relid, id, worker) -- exit if a twin holds it -- and wait until
  * the transaction wait_xid that started the worker is over.
  */
 KafkaSlot *
-kafka_worker_attach(const KafkaKind *kind, Oid dboid, Oid catalog_relid,
-					Oid owner, int32 id, int32 worker, TransactionId wait_xid)
+kafka_worker_attach(const KafkaKind *kind, pqsigfunc sigterm, Oid dboid,
+					Oid catalog_relid, Oid owner, int32 id, int32 worker,
+					TransactionId wait_xid)
 {
 	KafkaSlot	key;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, sigterm);
+	BackgroundWorkerUnblockSignals();
 
 	my_kind = kind;
 	if (*kind->shared == NULL)
@@ -1267,6 +1507,43 @@ kafka_worker_attach(const KafkaKind *kind, Oid dboid, Oid catalog_relid,
 			proc_exit(0);
 	}
 	return my_slot;
+}
+
+/*
+ * Begin a transaction and read the worker's row of its catalog table with
+ * sql, a SELECT of one row with $1 the id of the source or sink.  Returns
+ * the row (in SPI's memory), or NULL, the transaction committed, when the
+ * source or sink is no longer running.  The caller commits.
+ */
+HeapTuple
+kafka_worker_read_row(const char *sql, TupleDesc *desc)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+
+	kafka_begin_xact();
+	if (!kafka_worker_is_running(false))
+	{
+		kafka_commit_xact();
+		return NULL;
+	}
+	args[0] = Int32GetDatum(my_id);
+	kafka_worker_exec(sql, 1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "could not read Kafka %s %d", my_kind->noun, my_id);
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
+/*
+ * After kafka_worker_read_row() and the worker's own reading of the row:
+ * commit, and show the source's or sink's name as the application name.
+ */
+void
+kafka_worker_loaded(const char *name)
+{
+	kafka_commit_xact();
+	pgstat_report_appname(psprintf("stream_ext %s %s", my_kind->noun, name));
 }
 
 void

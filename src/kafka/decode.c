@@ -66,6 +66,18 @@ is_meta_column(const KafkaOptions *opts, const char *name)
 		(opts->timestamp_column && strcmp(opts->timestamp_column, name) == 0);
 }
 
+/*
+ * Can attribute att be fed from the payload by default?  Not if dropped,
+ * generated, arrival_timestamp or fed from the message's metadata.
+ */
+static bool
+payload_column(const KafkaOptions *opts, Form_pg_attribute att)
+{
+	return !(att->attisdropped || att->attgenerated ||
+			 strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
+			 is_meta_column(opts, NameStr(att->attname)));
+}
+
 static void
 add_column(KafkaDecoder *dec, Relation rel, const char *name,
 		   KafkaColumnRole role)
@@ -153,9 +165,7 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 			{
 				Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-				if (att->attisdropped || att->attgenerated ||
-					strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
-					is_meta_column(opts, NameStr(att->attname)))
+				if (!payload_column(opts, att))
 					continue;
 				only = NameStr(att->attname);
 				n++;
@@ -186,9 +196,7 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 		{
 			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-			if (att->attisdropped || att->attgenerated ||
-				strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
-				is_meta_column(opts, NameStr(att->attname)))
+			if (!payload_column(opts, att))
 				continue;
 			add_column(dec, rel, NameStr(att->attname), KCOL_DATA);
 		}
@@ -259,37 +267,6 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 
 	table_close(rel, AccessShareLock);
 	return dec;
-}
-
-/*
- * INSERT INTO rel (cols) SELECT cols FROM enrname
- */
-char *
-kafka_decoder_insert_sql(KafkaDecoder *dec, const char *enrname)
-{
-	StringInfoData cols;
-	StringInfoData sql;
-	char	   *nspname = get_namespace_name(get_rel_namespace(dec->relid));
-	char	   *relname = get_rel_name(dec->relid);
-	int			i;
-
-	if (nspname == NULL || relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("stream with OID %u does not exist", dec->relid)));
-
-	initStringInfo(&cols);
-	for (i = 0; i < dec->ncolumns; i++)
-	{
-		if (i > 0)
-			appendStringInfoString(&cols, ", ");
-		appendStringInfoString(&cols, quote_identifier(dec->columns[i].name));
-	}
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s",
-					 quote_qualified_identifier(nspname, relname),
-					 cols.data, cols.data, quote_identifier(enrname));
-	return sql.data;
 }
 
 /* validated, NUL-terminated copy of a text payload */
@@ -390,7 +367,7 @@ meta_value(KafkaColumn *col, const KafkaMessage *msg, Datum *value, bool *isnull
 
 /* text form of a JSON value for a column's input function; NULL for null */
 char *
-jsonb_value_text(JsonbValue *v)
+kafka_jsonb_value_text(JsonbValue *v)
 {
 	switch (v->type)
 	{
@@ -452,7 +429,7 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 				container = v.val.binary.data;
 			}
 		}
-		text = found ? jsonb_value_text(&v) : NULL;
+		text = found ? kafka_jsonb_value_text(&v) : NULL;
 		if (text == NULL)
 		{
 			dec->nulls[i] = true;

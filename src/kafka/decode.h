@@ -5,8 +5,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef STREAM_EXT_FORMATS_H
-#define STREAM_EXT_FORMATS_H
+#ifndef STREAM_EXT_KAFKA_DECODE_H
+#define STREAM_EXT_KAFKA_DECODE_H
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
@@ -70,7 +70,9 @@ extern KafkaDecoder *kafka_decoder_create(Oid relid, KafkaFormat format,
 										  const KafkaOptions *opts);
 extern HeapTuple kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg,
 							  MemoryContext tuplecxt);
-extern char *kafka_decoder_insert_sql(KafkaDecoder *dec, const char *enrname);
-extern char *jsonb_value_text(JsonbValue *v);
+extern char *kafka_jsonb_value_text(JsonbValue *v);
 
-#endif							/* STREAM_EXT_FORMATS_H */
+/* the batch's fallback INSERT (source_worker.c, where it runs) */
+extern char *kafka_decoder_insert_sql(const KafkaDecoder *dec, const char *enrname);
+
+#endif							/* STREAM_EXT_KAFKA_DECODE_H */

@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * launcher.c
- *	  Supervision of Kafka source workers: the GUCs, the launch of a source
- *	  worker, the launcher background worker registered at preload, and the
- *	  per-database scanner it starts.
+ *	  Supervision of the Kafka workers: the launcher background worker
+ *	  registered at preload, and the per-database scanner it starts.
  *
  * The launcher is a static background worker connected to no database (it
  * reads only the shared catalog pg_database).  At server start, after a
@@ -11,9 +10,9 @@
  * it starts one short-lived scanner per connectable database, one at a
  * time.  A scanner connects to its database, and if stream_ext is installed
  * there, starts the missing workers of every source whose state is
- * 'running' (and, through sink.c, the worker of every running
- * sink).  A worker claims its (database, source, worker) slot in shared
- * memory on start, so a duplicate exits at once.
+ * 'running' (kafka_source_launch_running(), source.c) and the worker of
+ * every running sink (kafka_sink_launch_running(), sink.c).  A worker
+ * claims its slot in shared memory on start, so a duplicate exits at once.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,27 +46,17 @@
 #include "kafka/sink.h"
 #include "kafka/source.h"
 
-KafkaShared *kafka_shared = NULL;
-
-int			kafka_max_workers = 16;
 int			kafka_launcher_naptime = 10;
 
 /*
- * Called from _PG_init: GUCs always; the launcher only when loaded through
- * shared_preload_libraries (the shared memory: common.c).
+ * Called from _PG_init at preload: the GUC of the launcher, and the
+ * launcher itself.
  */
 void
-stream_ext_launcher_init(void)
+kafka_launcher_init(void)
 {
 	BackgroundWorker worker;
 
-	DefineCustomIntVariable("stream_ext.kafka_max_workers",
-							"Maximum number of Kafka source workers (all databases).",
-							"Each worker takes a background worker slot too: raise max_worker_processes accordingly.",
-							&kafka_max_workers,
-							16, 1, 1024,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
 	DefineCustomIntVariable("stream_ext.kafka_launcher_naptime",
 							"Seconds between the Kafka launcher's checks that every running source has its workers.",
 							NULL,
@@ -75,7 +64,6 @@ stream_ext_launcher_init(void)
 							10, 1, 3600,
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
-	MarkGUCPrefixReserved("stream_ext");
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -84,30 +72,6 @@ stream_ext_launcher_init(void)
 	worker.bgw_restart_time = 5;
 	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka launcher");
 	RegisterBackgroundWorker(&worker);
-}
-
-/* register a dynamic source worker */
-bool
-kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failure)
-{
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-
-	kafka_bgworker_init(&worker, "stream_ext_kafka_worker_main", "stream_ext kafka worker");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka source %d worker %d",
-			 args->source_id, args->worker);
-	memcpy(worker.bgw_extra, args, sizeof(KafkaWorkerArgs));
-
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-	{
-		ereport(error_on_failure ? ERROR : WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("could not start worker %d of Kafka source %d: no free background worker slot",
-						args->worker, args->source_id),
-				 errhint("Raise max_worker_processes (and stream_ext.kafka_max_workers).")));
-		return false;
-	}
-	return true;
 }
 
 /* ----------------------------------------------------------------
@@ -179,11 +143,11 @@ stream_ext_kafka_launcher_main(Datum main_arg)
 	/* no database: only shared catalogs */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
-	if (kafka_shared)
+	if (kafka_source_shared)
 	{
-		LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
-		kafka_shared->launcher_pid = MyProcPid;
-		LWLockRelease(kafka_shared->table.lock);
+		LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
+		kafka_source_shared->launcher_pid = MyProcPid;
+		LWLockRelease(kafka_source_shared->table.lock);
 	}
 	ereport(DEBUG1, (errmsg("stream_ext kafka launcher started")));
 
@@ -224,83 +188,13 @@ void
 stream_ext_kafka_scanner_main(Datum main_arg)
 {
 	Oid			dboid = DatumGetObjectId(main_arg);
-	List	   *todo = NIL;
-	ListCell   *lc;
-	MemoryContext outer = CurrentMemoryContext;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	/* as the bootstrap superuser: reads the source catalog only */
+	/* as the bootstrap superuser: reads the catalogs of sources and sinks only */
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (OidIsValid(get_extension_oid("stream_ext", true)))
-	{
-		int			ret;
-		uint64		i;
-
-		SPI_connect();
-		ret = SPI_execute("SELECT id, owner::oid, options FROM stream_ext.kafka_sources "
-						  "WHERE state = 'running' ORDER BY id", true, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
-		for (i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			KafkaOptions opts;
-			KafkaWorkerArgs *wargs;
-			int			w;
-
-			PG_TRY();
-			{
-				kafka_parse_options(DatumGetJsonbP(SPI_getbinval(tup, desc, 3, &isnull)),
-									&opts);
-			}
-			PG_CATCH();
-			{
-				/* cannot happen for a validated source; keep scanning */
-				FlushErrorState();
-				opts.workers = 1;
-			}
-			PG_END_TRY();
-
-			for (w = 0; w < opts.workers; w++)
-			{
-				MemoryContext old = MemoryContextSwitchTo(outer);
-
-				wargs = palloc0(sizeof(KafkaWorkerArgs));
-				wargs->dboid = dboid;
-				wargs->catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
-				wargs->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-				wargs->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-				wargs->worker = w;
-				wargs->nworkers = opts.workers;
-				wargs->wait_xid = InvalidTransactionId;
-				todo = lappend(todo, wargs);
-				MemoryContextSwitchTo(old);
-			}
-		}
-		SPI_finish();
-	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-
-	foreach(lc, todo)
-	{
-		KafkaWorkerArgs *wargs = lfirst(lc);
-
-		if (kafka_slot_is_live(&kafka_source_kind, wargs->dboid, wargs->catalog_relid,
-							   wargs->source_id, wargs->worker))
-			continue;
-		ereport(LOG,
-				(errmsg("stream_ext: starting worker %d of Kafka source %d",
-						wargs->worker, wargs->source_id)));
-		kafka_launch_worker(wargs, false);
-	}
-	/* and the worker of every running sink (sink.c) */
+	kafka_source_launch_running(dboid);
 	kafka_sink_launch_running(dboid);
 	proc_exit(0);
 }

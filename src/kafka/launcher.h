@@ -1,14 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * launcher.h
- *	  Kafka ingest initialisation hook called from _PG_init: GUCs, shared
- *	  memory and the launcher background worker.
+ *	  The Kafka launcher: its GUC and background worker, set up by
+ *	  _PG_init (kafka_launcher_init()).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef STREAM_EXT_LAUNCHER_H
-#define STREAM_EXT_LAUNCHER_H
+#ifndef STREAM_EXT_KAFKA_LAUNCHER_H
+#define STREAM_EXT_KAFKA_LAUNCHER_H
 
-extern void stream_ext_launcher_init(void);
+extern int	kafka_launcher_naptime;
 
-#endif							/* STREAM_EXT_LAUNCHER_H */
+extern void kafka_launcher_init(void);
+
+/* background worker entry points */
+extern PGDLLEXPORT void stream_ext_kafka_launcher_main(Datum main_arg);
+extern PGDLLEXPORT void stream_ext_kafka_scanner_main(Datum main_arg);
+
+#endif							/* STREAM_EXT_KAFKA_LAUNCHER_H */

@@ -84,23 +84,23 @@ const KafkaKind kafka_sink_kind = {
 	.shmem_name = "stream_ext kafka sinks",
 	.tranche = "stream_ext_kafka_sink",
 	.max_slots = &kafka_max_sinks,
+	.max_slots_default = 8,
+	.max_slots_desc = "Maximum number of running Kafka sinks (all databases).",
+	.max_slots_long_desc = "Each sink has one worker, which takes a background worker slot too.",
 	.header_size = offsetof(KafkaSinkShared, slots),
 	.slot_size = sizeof(KafkaSinkSlot),
 	.slot_noun = "sink",
 	.slot_guc = "stream_ext.kafka_max_sinks",
 };
 
-/* called from _PG_init: the GUC (the shared memory: common.c) */
+/*
+ * Called from _PG_init at preload: the GUC stream_ext.kafka_max_sinks and
+ * the table of sink slots in shared memory.
+ */
 void
 kafka_sink_init(void)
 {
-	DefineCustomIntVariable("stream_ext.kafka_max_sinks",
-							"Maximum number of running Kafka sinks (all databases).",
-							"Each sink has one worker, which takes a background worker slot too.",
-							&kafka_max_sinks,
-							8, 1, 1024,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
+	kafka_slot_table_register(&kafka_sink_kind);
 }
 
 /* ----------------------------------------------------------------
@@ -115,9 +115,9 @@ sink_option(const char *key, JsonbValue *v, void *arg)
 	KafkaSinkOptions *opts = (KafkaSinkOptions *) arg;
 
 	if (strcmp(key, "batch_size") == 0)
-		opts->batch_size = (int) kafka_opt_int(v, key, 1, 100000);
+		opts->batch_size = (int) kafka_opt_int(v, &kafka_sink_kind, key);
 	else if (strcmp(key, "poll_interval_ms") == 0)
-		opts->poll_interval_ms = (int) kafka_opt_int(v, key, 10, 60000);
+		opts->poll_interval_ms = (int) kafka_opt_int(v, &kafka_sink_kind, key);
 	else if (strcmp(key, "columns") == 0)
 	{
 		opts->columns = kafka_opt_names(v, key);
@@ -177,23 +177,22 @@ kafka_sink_build_conf(const char *brokers, const KafkaSinkOptions *opts, Oid rol
  * ----------------------------------------------------------------
  */
 
+/* the names of the SINK_FORMAT_* values */
+static const char *const sink_format_names[] = {"json", "csv", "text"};
+
 static int
 sink_parse_format(const char *format)
 {
-	if (pg_strcasecmp(format, "json") == 0)
-		return SINK_FORMAT_JSON;
-	if (pg_strcasecmp(format, "csv") == 0)
-		return SINK_FORMAT_CSV;
-	if (pg_strcasecmp(format, "text") == 0)
-		return SINK_FORMAT_TEXT;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown Kafka sink format \"%s\"", format),
-			 errhint("Valid formats are \"json\", \"csv\" and \"text\".")));
-	return SINK_FORMAT_JSON;
-}
+	int			i = kafka_name_index(format, sink_format_names,
+									 lengthof(sink_format_names));
 
-static const char *const sink_format_names[] = {"json", "csv", "text"};
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown Kafka sink format \"%s\"", format),
+				 errhint("Valid formats are \"json\", \"csv\" and \"text\".")));
+	return i;
+}
 
 /*
  * The payload columns of a sink on relation rel: the explicit list, or
@@ -329,11 +328,7 @@ validate_sink_columns(Oid stream, int format, const char *key_column,
 Datum
 stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 {
-	char	   *name;
-	Oid			stream;
-	char	   *brokers;
-	char	   *topic;
-	char	   *format;
+	KafkaDefinition def;
 	char	   *key_column;
 	Jsonb	   *options;
 	KafkaSinkOptions opts;
@@ -348,15 +343,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	SeRunAs		runas;
 	int			ret;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("name, stream, brokers and topic must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	stream = PG_GETARG_OID(1);
-	brokers = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	topic = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	format = PG_ARGISNULL(4) ? "json" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	kafka_definition_args(fcinfo, &def);
 	key_column = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	options = PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6);
 
@@ -364,21 +351,19 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("Kafka sinks need stream_ext in shared_preload_libraries")));
-	kafka_check_definition(&kafka_sink_kind, name, stream, brokers, topic, ACL_SELECT);
+	kafka_check_definition(&kafka_sink_kind, def.name, def.stream, def.brokers,
+						   def.topic, ACL_SELECT);
 
-	fmt = sink_parse_format(format);
+	fmt = sink_parse_format(def.format);
 	kafka_sink_parse_options(options, &opts);
-	validate_sink_columns(stream, fmt, key_column, &opts);
-	conf = kafka_sink_build_conf(brokers, &opts, GetUserId());
+	validate_sink_columns(def.stream, fmt, key_column, &opts);
+	conf = kafka_sink_build_conf(def.brokers, &opts, GetUserId());
 	rd_kafka_conf_destroy(conf);
 
 	SPI_connect();
-	kafka_check_new_name(&kafka_sink_kind, name);
+	kafka_check_new_name(&kafka_sink_kind, def.name);
 
-	args[0] = CStringGetTextDatum(name);
-	args[1] = ObjectIdGetDatum(stream);
-	args[2] = CStringGetTextDatum(brokers);
-	args[3] = CStringGetTextDatum(topic);
+	kafka_definition_datums(&def, args);
 	args[4] = CStringGetTextDatum(sink_format_names[fmt]);
 	if (key_column)
 		args[5] = CStringGetTextDatum(key_column);
@@ -394,9 +379,9 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 	/* the queue trigger, created as the stream's owner (as for views) */
-	qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(stream)),
-										  get_rel_name(stream));
-	se_run_as_role(&runas, relation_owner(stream));
+	qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(def.stream)),
+										  get_rel_name(def.stream));
+	se_run_as_role(&runas, relation_owner(def.stream));
 	ret = SPI_execute(psprintf("CREATE TRIGGER stream_ext_sink_%d AFTER INSERT ON %s"
 							   " REFERENCING NEW TABLE AS " SINK_NEW_TABLE
 							   " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.sink_enqueue('%d')",
@@ -405,7 +390,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	se_restore(&runas);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not create the queue trigger of Kafka sink \"%s\": %s",
-			 name, SPI_result_code_string(ret));
+			 def.name, SPI_result_code_string(ret));
 	SPI_finish();
 
 	PG_RETURN_VOID();
@@ -415,23 +400,11 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 static bool
 launch_sink_worker(const KafkaSinkWorkerArgs *args, bool error_on_failure)
 {
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-
-	kafka_bgworker_init(&worker, "stream_ext_kafka_sink_worker_main", "stream_ext kafka sink");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "stream_ext kafka sink %d", args->sink_id);
-	memcpy(worker.bgw_extra, args, sizeof(KafkaSinkWorkerArgs));
-
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-	{
-		ereport(error_on_failure ? ERROR : WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("could not start the worker of Kafka sink %d: no free background worker slot",
-						args->sink_id),
-				 errhint("Raise max_worker_processes.")));
-		return false;
-	}
-	return true;
+	return kafka_bgworker_launch("stream_ext_kafka_sink_worker_main", "stream_ext kafka sink",
+								 psprintf("stream_ext kafka sink %d", args->sink_id),
+								 args, sizeof(KafkaSinkWorkerArgs), error_on_failure,
+								 psprintf("the worker of Kafka sink %d", args->sink_id),
+								 "Raise max_worker_processes.");
 }
 
 /*
@@ -447,15 +420,8 @@ stream_ext_start_sink(PG_FUNCTION_ARGS)
 	Oid			catalog_relid;
 	KafkaSinkWorkerArgs wargs;
 
-	if (kafka_sink_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("Kafka sinks need stream_ext in shared_preload_libraries"),
-				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
-
 	SPI_connect();
-	kafka_fetch_row(&kafka_sink_kind, name, &row, false);
-	kafka_check_owner(&kafka_sink_kind, &row);
+	kafka_start_fetch_row(&kafka_sink_kind, name, &row);
 	kafka_sink_parse_options(row.options, &opts);
 	kafka_check_owner_login(&kafka_sink_kind, &row);
 	/* a dropped stream adds nothing, but what it queued is still delivered */
@@ -790,36 +756,55 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
+/* a row of sink_status (a KafkaSlotRows) */
+static void
+sink_stats_rows(const KafkaSlot *common, ReturnSetInfo *rsinfo)
+{
+	const KafkaSinkSlot *slot = (const KafkaSinkSlot *) common;
+	Datum		values[10];
+	bool		nulls[10];
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = Int32GetDatum(slot->common.id);
+	values[1] = Int32GetDatum(slot->common.pid);
+	values[2] = CStringGetTextDatum(kafka_state_name(slot->common.state));
+	values[3] = Int64GetDatum((int64) slot->rows);
+	values[4] = Int64GetDatum((int64) slot->batches);
+	values[5] = Int64GetDatum((int64) slot->common.errors);
+	kafka_slot_status(&slot->common, &values[6], &nulls[6]);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 Datum
 stream_ext_kafka_sink_worker_stats(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KafkaSinkSlot *slots;
-	int			nslots;
-	int			i;
-	Oid			relid = kafka_catalog_table(&kafka_sink_kind, true);
-
-	InitMaterializedSRF(fcinfo, 0);
-	slots = kafka_slot_snapshot(&kafka_sink_kind, &nslots);
-	for (i = 0; i < nslots; i++)
-	{
-		KafkaSinkSlot *slot = &slots[i];
-		Datum		values[10];
-		bool		nulls[10];
-
-		if (!kafka_slot_visible(&slot->common, relid))
-			continue;
-		memset(nulls, 0, sizeof(nulls));
-		values[0] = Int32GetDatum(slot->common.id);
-		values[1] = Int32GetDatum(slot->common.pid);
-		values[2] = CStringGetTextDatum(kafka_state_name(slot->common.state));
-		values[3] = Int64GetDatum((int64) slot->rows);
-		values[4] = Int64GetDatum((int64) slot->batches);
-		values[5] = Int64GetDatum((int64) slot->common.errors);
-		kafka_slot_status(&slot->common, &values[6], &nulls[6]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	kafka_slot_srf(fcinfo, &kafka_sink_kind, sink_stats_rows);
 	PG_RETURN_VOID();
+}
+
+/* a running sink: its worker (a KafkaRunningRow) */
+static void
+running_sink(HeapTuple tup, TupleDesc desc, KafkaLaunchList *list)
+{
+	bool		isnull;
+	KafkaSinkWorkerArgs wargs;
+
+	memset(&wargs, 0, sizeof(wargs));
+	wargs.dboid = list->dboid;
+	wargs.catalog_relid = list->catalog_relid;
+	wargs.sink_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	wargs.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	wargs.wait_xid = InvalidTransactionId;
+	kafka_launch_add(list, wargs.sink_id, 0, &wargs, sizeof(wargs));
+}
+
+/* start the worker of a running sink (a KafkaStartWorker) */
+static void
+start_running_sink(const KafkaLaunch *launch)
+{
+	ereport(LOG,
+			(errmsg("stream_ext: starting the worker of Kafka sink %d", launch->id)));
+	launch_sink_worker(launch->args, false);
 }
 
 /*
@@ -829,52 +814,8 @@ stream_ext_kafka_sink_worker_stats(PG_FUNCTION_ARGS)
 void
 kafka_sink_launch_running(Oid dboid)
 {
-	List	   *todo = NIL;
-	ListCell   *lc;
-	MemoryContext outer = CurrentMemoryContext;
-
-	if (kafka_sink_shared == NULL)
-		return;
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (OidIsValid(get_extension_oid("stream_ext", true)) &&
-		OidIsValid(kafka_catalog_table(&kafka_sink_kind, true)))
-	{
-		uint64		i;
-
-		SPI_connect();
-		if (SPI_execute("SELECT id, owner::oid FROM stream_ext.kafka_sinks "
-						"WHERE state = 'running' ORDER BY id", true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "SPI_execute failed");
-		for (i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			bool		isnull;
-			MemoryContext old = MemoryContextSwitchTo(outer);
-			KafkaSinkWorkerArgs *wargs = palloc0(sizeof(KafkaSinkWorkerArgs));
-
-			wargs->dboid = dboid;
-			wargs->catalog_relid = kafka_catalog_table(&kafka_sink_kind, false);
-			wargs->sink_id = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-			wargs->owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-			wargs->wait_xid = InvalidTransactionId;
-			todo = lappend(todo, wargs);
-			MemoryContextSwitchTo(old);
-		}
-		SPI_finish();
-	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-
-	foreach(lc, todo)
-	{
-		KafkaSinkWorkerArgs *wargs = lfirst(lc);
-
-		if (kafka_slot_is_live(&kafka_sink_kind, wargs->dboid, wargs->catalog_relid,
-							   wargs->sink_id, 0))
-			continue;
-		ereport(LOG,
-				(errmsg("stream_ext: starting the worker of Kafka sink %d", wargs->sink_id)));
-		launch_sink_worker(wargs, false);
-	}
+	kafka_launch_running(&kafka_sink_kind, dboid,
+						 "SELECT id, owner::oid FROM stream_ext.kafka_sinks "
+						 "WHERE state = 'running' ORDER BY id",
+						 running_sink, start_running_sink);
 }

@@ -20,7 +20,7 @@
 #include "storage/lwlock.h"
 #include "utils/jsonb.h"
 
-#include "kafka/source.h"
+#include "kafka/common.h"
 
 #define SINK_FORMAT_JSON	0
 #define SINK_FORMAT_CSV		1
@@ -61,6 +61,7 @@ typedef struct KafkaSinkShared
 
 extern KafkaSinkShared *kafka_sink_shared;
 extern int	kafka_max_sinks;
+extern const KafkaKind kafka_sink_kind;
 
 /* sink.c */
 extern void kafka_sink_init(void);

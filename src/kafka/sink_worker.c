@@ -52,8 +52,8 @@
 
 #include "kafka/sink.h"
 
-#define STATE_CHECK_MS		1000
 #define SHUTDOWN_FLUSH_MS	5000
+#define DELIVERY_POLL_MS	100	/* wait for delivery reports */
 
 typedef struct SinkWorker
 {
@@ -123,26 +123,15 @@ set_error(const char *msg, KafkaWorkerState state)
 static bool
 load_sink(void)
 {
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 	MemoryContext old;
 
-	kafka_begin_xact();
-	if (!kafka_worker_is_running(false))
-	{
-		kafka_commit_xact();
+	tup = kafka_worker_read_row("SELECT name, brokers, topic, options "
+								"FROM stream_ext.kafka_sinks WHERE id = $1", &desc);
+	if (tup == NULL)
 		return false;
-	}
-	args[0] = Int32GetDatum(S.args.sink_id);
-	kafka_worker_exec("SELECT name, brokers, topic, options FROM stream_ext.kafka_sinks WHERE id = $1",
-					  1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "could not read Kafka sink %d", S.args.sink_id);
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 	MemoryContextReset(S.sink_cxt);
 	old = MemoryContextSwitchTo(S.sink_cxt);
 	S.name = SPI_getvalue(tup, desc, 1);
@@ -151,8 +140,7 @@ load_sink(void)
 	kafka_sink_parse_options(DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 4, &isnull)),
 							 &S.opts);
 	MemoryContextSwitchTo(old);
-	kafka_commit_xact();
-	pgstat_report_appname(psprintf("stream_ext sink %s", S.name));
+	kafka_worker_loaded(S.name);
 	return true;
 }
 
@@ -288,7 +276,7 @@ produce_batch(void)
 				return psprintf("cannot produce row " INT64_FORMAT " to Kafka topic \"%s\": %s",
 								S.seq[i], S.topic, rd_kafka_err2str(err));
 			/* the local queue is full: serve delivery reports, then retry */
-			rd_kafka_poll(S.rk, 100);
+			rd_kafka_poll(S.rk, DELIVERY_POLL_MS);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
@@ -312,14 +300,14 @@ wait_for_acks(void)
 	{
 		TimestampTz now;
 
-		rd_kafka_poll(S.rk, 100);
+		rd_kafka_poll(S.rk, DELIVERY_POLL_MS);
 		CHECK_FOR_INTERRUPTS();
 		if ((rk_error = kafka_pending_error()) != NULL)
 			set_error(rk_error, KWS_RETRYING);
 		now = GetCurrentTimestamp();
 		if (keep_going && ShutdownRequestPending)
 			keep_going = false;
-		if (keep_going && TimestampDifferenceExceeds(last_check, now, STATE_CHECK_MS))
+		if (keep_going && TimestampDifferenceExceeds(last_check, now, KAFKA_STATE_CHECK_MS))
 		{
 			last_check = now;
 			keep_going = kafka_worker_is_running_xact();
@@ -469,13 +457,12 @@ stream_ext_kafka_sink_worker_main(Datum main_arg)
 	memset(&S, 0, sizeof(S));
 	memcpy(&S.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaSinkWorkerArgs));
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	/* SIGTERM: finish the batch's acknowledgements, record them, exit */
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	BackgroundWorkerUnblockSignals();
-
-	/* connect as the sink's owner, claim the slot, wait for start_sink */
+	/*
+	 * connect as the sink's owner, claim the slot, wait for start_sink;
+	 * SIGTERM: finish the batch's acknowledgements, record them, exit
+	 */
 	S.slot = (KafkaSinkSlot *) kafka_worker_attach(&kafka_sink_kind,
+												   SignalHandlerForShutdownRequest,
 												   S.args.dboid, S.args.catalog_relid,
 												   S.args.owner, S.args.sink_id, 0,
 												   S.args.wait_xid);

@@ -25,12 +25,12 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "kafka/decode.h"
 #include "kafka/source.h"
-#include "stream_ext.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_source);
 PG_FUNCTION_INFO_V1(stream_ext_start_source);
@@ -46,47 +46,62 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_partition_stats);
 	"csv_delimiter, csv_quote, csv_escape, csv_null, kafka; keys containing " \
 	"a dot are librdkafka properties."
 
+KafkaSourceShared *kafka_source_shared = NULL;
+int			kafka_max_source_workers = 16;
+
 /* sources, as common.c tells them from sinks */
 const KafkaKind kafka_source_kind = {
 	.noun = "source",
 	.table = "kafka_sources",
 	.missing_hint = "Is the extension stream_ext installed in this database?",
 	.login_detail = "Source workers connect as the source's owner.",
-	.shared = (void **) &kafka_shared,
+	.shared = (void **) &kafka_source_shared,
 	.shmem_name = "stream_ext kafka",
 	.tranche = "stream_ext_kafka",
-	.max_slots = &kafka_max_workers,
-	.header_size = offsetof(KafkaShared, slots),
-	.slot_size = sizeof(KafkaWorkerSlot),
+	.max_slots = &kafka_max_source_workers,
+	.max_slots_default = 16,
+	.max_slots_desc = "Maximum number of Kafka source workers (all databases).",
+	.max_slots_long_desc = "Each worker takes a background worker slot too: raise max_worker_processes accordingly.",
+	.header_size = offsetof(KafkaSourceShared, slots),
+	.slot_size = sizeof(KafkaSourceSlot),
 	.slot_noun = "worker",
 	.slot_guc = "stream_ext.kafka_max_workers",
 };
+
+/*
+ * Called from _PG_init at preload: the GUC stream_ext.kafka_max_workers and
+ * the table of worker slots in shared memory.
+ */
+void
+kafka_source_init(void)
+{
+	kafka_slot_table_register(&kafka_source_kind);
+}
 
 /* ----------------------------------------------------------------
  * Options
  * ----------------------------------------------------------------
  */
 
+/* the names of KafkaFormat's values */
+static const char *const kafka_format_names[] = {"json", "csv", "text", "bytea"};
+
 KafkaFormat
 kafka_parse_format(const char *format)
 {
+	int			i;
+
 	if (format == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("format must not be null")));
-	if (pg_strcasecmp(format, "json") == 0)
-		return KAFKA_FORMAT_JSON;
-	if (pg_strcasecmp(format, "csv") == 0)
-		return KAFKA_FORMAT_CSV;
-	if (pg_strcasecmp(format, "text") == 0)
-		return KAFKA_FORMAT_TEXT;
-	if (pg_strcasecmp(format, "bytea") == 0)
-		return KAFKA_FORMAT_BYTEA;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown Kafka message format \"%s\"", format),
-			 errhint("Valid formats are \"json\", \"csv\", \"text\" and \"bytea\".")));
-	return KAFKA_FORMAT_JSON;	/* keep compiler quiet */
+	i = kafka_name_index(format, kafka_format_names, lengthof(kafka_format_names));
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown Kafka message format \"%s\"", format),
+				 errhint("Valid formats are \"json\", \"csv\", \"text\" and \"bytea\".")));
+	return (KafkaFormat) i;
 }
 
 static char
@@ -173,14 +188,14 @@ source_option(const char *key, JsonbValue *v, void *arg)
 	}
 	else if (strcmp(key, "start_offset") == 0)
 	{
-		opts->start_offset = kafka_opt_int(v, key, 0, PG_INT64_MAX);
+		opts->start_offset = kafka_opt_int(v, &kafka_source_kind, key);
 		if (!parse->have_start)
 			opts->start = KAFKA_START_OFFSET;
 	}
 	else if (strcmp(key, "start_timestamp") == 0)
 	{
 		if (v->type == jbvNumeric)
-			opts->start_timestamp_ms = kafka_opt_int(v, key, 0, PG_INT64_MAX);
+			opts->start_timestamp_ms = kafka_opt_int(v, &kafka_source_kind, key);
 		else
 		{
 			char	   *s = kafka_opt_string(v, key);
@@ -197,13 +212,13 @@ source_option(const char *key, JsonbValue *v, void *arg)
 			opts->start = KAFKA_START_TIMESTAMP;
 	}
 	else if (strcmp(key, "batch_size") == 0)
-		opts->batch_size = (int) kafka_opt_int(v, key, 1, 1000000);
+		opts->batch_size = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "max_wait_ms") == 0)
-		opts->max_wait_ms = (int) kafka_opt_int(v, key, 1, 60000);
+		opts->max_wait_ms = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "workers") == 0)
-		opts->workers = (int) kafka_opt_int(v, key, 1, KAFKA_MAX_WORKERS_PER_SOURCE);
+		opts->workers = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "max_message_bytes") == 0)
-		opts->max_message_bytes = (int) kafka_opt_int(v, key, 1, MaxAllocSize - 1);
+		opts->max_message_bytes = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "on_error") == 0)
 	{
 		char	   *s = kafka_opt_string(v, key);
@@ -362,11 +377,7 @@ kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 Datum
 stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
 {
-	char	   *name;
-	Oid			stream;
-	char	   *brokers;
-	char	   *topic;
-	char	   *format;
+	KafkaDefinition def;
 	Jsonb	   *options;
 	KafkaOptions opts;
 	KafkaFormat fmt;
@@ -374,36 +385,24 @@ stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
 	Oid			argtypes[7] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, OIDOID};
 	Datum		args[7];
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("name, stream, brokers and topic must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	stream = PG_GETARG_OID(1);
-	brokers = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	topic = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	format = PG_ARGISNULL(4) ? "json" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	kafka_definition_args(fcinfo, &def);
 	options = PG_ARGISNULL(5) ? NULL : PG_GETARG_JSONB_P(5);
 
-	kafka_check_definition(&kafka_source_kind, name, stream, brokers, topic, ACL_INSERT);
-	fmt = kafka_parse_format(format);
+	kafka_check_definition(&kafka_source_kind, def.name, def.stream, def.brokers,
+						   def.topic, ACL_INSERT);
+	fmt = kafka_parse_format(def.format);
 	kafka_parse_options(options, &opts);
 	/* validates the column mapping against the stream */
-	(void) kafka_decoder_create(stream, fmt, &opts);
+	(void) kafka_decoder_create(def.stream, fmt, &opts);
 	/* validates the librdkafka properties */
-	conf = kafka_build_conf(brokers, &opts, "stream_ext", GetUserId());
+	conf = kafka_build_conf(def.brokers, &opts, "stream_ext", GetUserId());
 	rd_kafka_conf_destroy(conf);
 
 	SPI_connect();
-	kafka_check_new_name(&kafka_source_kind, name);
+	kafka_check_new_name(&kafka_source_kind, def.name);
 
-	args[0] = CStringGetTextDatum(name);
-	args[1] = ObjectIdGetDatum(stream);
-	args[2] = CStringGetTextDatum(brokers);
-	args[3] = CStringGetTextDatum(topic);
-	args[4] = CStringGetTextDatum(fmt == KAFKA_FORMAT_JSON ? "json" :
-								  fmt == KAFKA_FORMAT_CSV ? "csv" :
-								  fmt == KAFKA_FORMAT_TEXT ? "text" : "bytea");
+	kafka_definition_datums(&def, args);
+	args[4] = CStringGetTextDatum(kafka_format_names[fmt]);
 	args[5] = options ? JsonbPGetDatum(options) : DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
 	args[6] = ObjectIdGetDatum(GetUserId());
 	kafka_catalog_exec(&kafka_source_kind,
@@ -414,7 +413,20 @@ stream_ext_create_kafka_source(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	/* the name, so that start_source(create_kafka_source(...)) reads well */
-	PG_RETURN_TEXT_P(cstring_to_text(name));
+	PG_RETURN_TEXT_P(cstring_to_text(def.name));
+}
+
+/* register a dynamic source worker */
+static bool
+launch_source_worker(const KafkaSourceWorkerArgs *args, bool error_on_failure)
+{
+	return kafka_bgworker_launch("stream_ext_kafka_source_worker_main", "stream_ext kafka worker",
+								 psprintf("stream_ext kafka source %d worker %d",
+										  args->source_id, args->worker),
+								 args, sizeof(KafkaSourceWorkerArgs), error_on_failure,
+								 psprintf("worker %d of Kafka source %d",
+										  args->worker, args->source_id),
+								 "Raise max_worker_processes (and stream_ext.kafka_max_workers).");
 }
 
 /*
@@ -432,15 +444,8 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 	Oid			catalog_relid;
 	int			i;
 
-	if (kafka_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("Kafka sources need stream_ext in shared_preload_libraries"),
-				 errhint("Add stream_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
-
 	SPI_connect();
-	kafka_fetch_row(&kafka_source_kind, name, &row, false);
-	kafka_check_owner(&kafka_source_kind, &row);
+	kafka_start_fetch_row(&kafka_source_kind, name, &row);
 	kafka_parse_options(row.options, &opts);
 	kafka_check_owner_login(&kafka_source_kind, &row);
 	if (get_rel_name(row.stream) == NULL)
@@ -459,7 +464,7 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 	catalog_relid = kafka_catalog_table(&kafka_source_kind, false);
 	for (i = 0; i < opts.workers; i++)
 	{
-		KafkaWorkerArgs wargs;
+		KafkaSourceWorkerArgs wargs;
 
 		if (kafka_slot_is_live(&kafka_source_kind, MyDatabaseId, catalog_relid, row.id, i))
 			continue;
@@ -471,7 +476,7 @@ stream_ext_start_source(PG_FUNCTION_ARGS)
 		wargs.worker = i;
 		wargs.nworkers = opts.workers;
 		wargs.wait_xid = GetTopTransactionId();
-		kafka_launch_worker(&wargs, true);
+		launch_source_worker(&wargs, true);
 	}
 
 	PG_RETURN_TEXT_P(cstring_to_text(name));
@@ -508,78 +513,123 @@ stream_ext_drop_source(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
+/* a row of source_status per worker (a KafkaSlotRows) */
+static void
+worker_stats_rows(const KafkaSlot *common, ReturnSetInfo *rsinfo)
+{
+	const KafkaSourceSlot *slot = (const KafkaSourceSlot *) common;
+	Datum		values[14];
+	bool		nulls[14];
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = Int32GetDatum(slot->common.id);
+	values[1] = Int32GetDatum(slot->common.worker);
+	values[2] = Int32GetDatum(slot->common.pid);
+	values[3] = CStringGetTextDatum(kafka_state_name(slot->common.state));
+	values[4] = Int64GetDatum((int64) slot->messages);
+	values[5] = Int64GetDatum((int64) slot->bytes);
+	values[6] = Int64GetDatum((int64) slot->batches);
+	values[7] = Int64GetDatum((int64) slot->common.errors);
+	values[8] = Int64GetDatum((int64) slot->dead_letters);
+	values[9] = Float8GetDatum(slot->rate);
+	kafka_slot_status(&slot->common, &values[10], &nulls[10]);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 Datum
 stream_ext_kafka_worker_stats(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KafkaWorkerSlot *slots;
-	int			nslots;
-	Oid			relid;
-	int			i;
+	kafka_slot_srf(fcinfo, &kafka_source_kind, worker_stats_rows);
+	PG_RETURN_VOID();
+}
 
-	InitMaterializedSRF(fcinfo, 0);
-	slots = kafka_slot_snapshot(&kafka_source_kind, &nslots);
-	relid = kafka_catalog_table(&kafka_source_kind, true);
-	for (i = 0; i < nslots; i++)
+/* a row per partition of a worker (a KafkaSlotRows) */
+static void
+partition_stats_rows(const KafkaSlot *common, ReturnSetInfo *rsinfo)
+{
+	const KafkaSourceSlot *slot = (const KafkaSourceSlot *) common;
+	int			j;
+
+	for (j = 0; j < slot->npartitions; j++)
 	{
-		KafkaWorkerSlot *slot = &slots[i];
-		Datum		values[14];
-		bool		nulls[14];
+		const KafkaPartitionStat *ps = &slot->partitions[j];
+		Datum		values[5];
+		bool		nulls[5];
 
-		if (!kafka_slot_visible(&slot->common, relid))
-			continue;
 		memset(nulls, 0, sizeof(nulls));
 		values[0] = Int32GetDatum(slot->common.id);
 		values[1] = Int32GetDatum(slot->common.worker);
-		values[2] = Int32GetDatum(slot->common.pid);
-		values[3] = CStringGetTextDatum(kafka_state_name(slot->common.state));
-		values[4] = Int64GetDatum((int64) slot->messages);
-		values[5] = Int64GetDatum((int64) slot->bytes);
-		values[6] = Int64GetDatum((int64) slot->batches);
-		values[7] = Int64GetDatum((int64) slot->common.errors);
-		values[8] = Int64GetDatum((int64) slot->dead_letters);
-		values[9] = Float8GetDatum(slot->rate);
-		kafka_slot_status(&slot->common, &values[10], &nulls[10]);
+		values[2] = Int32GetDatum(ps->partition);
+		values[3] = Int64GetDatum(ps->next_offset);
+		nulls[3] = ps->next_offset < 0;
+		values[4] = Int64GetDatum(ps->high_watermark);
+		nulls[4] = ps->high_watermark < 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	PG_RETURN_VOID();
 }
 
 Datum
 stream_ext_kafka_partition_stats(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KafkaWorkerSlot *slots;
-	int			nslots;
-	Oid			relid;
-	int			i,
-				j;
-
-	InitMaterializedSRF(fcinfo, 0);
-	slots = kafka_slot_snapshot(&kafka_source_kind, &nslots);
-	relid = kafka_catalog_table(&kafka_source_kind, true);
-	for (i = 0; i < nslots; i++)
-	{
-		KafkaWorkerSlot *slot = &slots[i];
-
-		if (!kafka_slot_visible(&slot->common, relid))
-			continue;
-		for (j = 0; j < slot->npartitions; j++)
-		{
-			KafkaPartitionStat *ps = &slot->partitions[j];
-			Datum		values[5];
-			bool		nulls[5];
-
-			memset(nulls, 0, sizeof(nulls));
-			values[0] = Int32GetDatum(slot->common.id);
-			values[1] = Int32GetDatum(slot->common.worker);
-			values[2] = Int32GetDatum(ps->partition);
-			values[3] = Int64GetDatum(ps->next_offset);
-			nulls[3] = ps->next_offset < 0;
-			values[4] = Int64GetDatum(ps->high_watermark);
-			nulls[4] = ps->high_watermark < 0;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-	}
+	kafka_slot_srf(fcinfo, &kafka_source_kind, partition_stats_rows);
 	PG_RETURN_VOID();
+}
+
+/* a running source: its workers (a KafkaRunningRow) */
+static void
+running_source(HeapTuple tup, TupleDesc desc, KafkaLaunchList *list)
+{
+	bool		isnull;
+	KafkaOptions opts;
+	KafkaSourceWorkerArgs wargs;
+	int			w;
+
+	PG_TRY();
+	{
+		kafka_parse_options(DatumGetJsonbP(SPI_getbinval(tup, desc, 3, &isnull)),
+							&opts);
+	}
+	PG_CATCH();
+	{
+		/* cannot happen for a validated source; keep scanning */
+		FlushErrorState();
+		opts.workers = 1;
+	}
+	PG_END_TRY();
+
+	memset(&wargs, 0, sizeof(wargs));
+	wargs.dboid = list->dboid;
+	wargs.catalog_relid = list->catalog_relid;
+	wargs.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	wargs.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	wargs.nworkers = opts.workers;
+	wargs.wait_xid = InvalidTransactionId;
+	for (w = 0; w < opts.workers; w++)
+	{
+		wargs.worker = w;
+		kafka_launch_add(list, wargs.source_id, w, &wargs, sizeof(wargs));
+	}
+}
+
+/* start a worker of a running source (a KafkaStartWorker) */
+static void
+start_running_source(const KafkaLaunch *launch)
+{
+	ereport(LOG,
+			(errmsg("stream_ext: starting worker %d of Kafka source %d",
+					launch->worker, launch->id)));
+	launch_source_worker(launch->args, false);
+}
+
+/*
+ * Called by the launcher's scanner (connected to dboid, no transaction):
+ * start the missing workers of every running source.
+ */
+void
+kafka_source_launch_running(Oid dboid)
+{
+	kafka_launch_running(&kafka_source_kind, dboid,
+						 "SELECT id, owner::oid, options FROM stream_ext.kafka_sources "
+						 "WHERE state = 'running' ORDER BY id",
+						 running_source, start_running_source);
 }

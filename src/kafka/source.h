@@ -2,14 +2,14 @@
  *
  * source.h
  *	  Kafka ingest: source options, worker shared memory, and the entry
- *	  points shared by source.c (SQL functions), source_worker.c
+ *	  points shared by source.c (SQL functions, launch), source_worker.c
  *	  (consumer background workers) and launcher.c (supervisor).  What
  *	  sources share with sinks is in common.h.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef STREAM_EXT_KAFKA_H
-#define STREAM_EXT_KAFKA_H
+#ifndef STREAM_EXT_KAFKA_SOURCE_H
+#define STREAM_EXT_KAFKA_SOURCE_H
 
 #include "postgres.h"
 #include <librdkafka/rdkafka.h>
@@ -22,7 +22,6 @@
 #include "kafka/common.h"
 
 #define KAFKA_MAX_WORKER_PARTITIONS	256
-#define KAFKA_MAX_WORKERS_PER_SOURCE 64
 
 /* where a partition without a stored offset starts */
 typedef enum KafkaStartPos
@@ -81,7 +80,7 @@ extern void kafka_parse_options(Jsonb *options, KafkaOptions *opts);
 /* ---- shared memory ---- */
 
 /* passed to a source worker in bgw_extra */
-typedef struct KafkaWorkerArgs
+typedef struct KafkaSourceWorkerArgs
 {
 	Oid			dboid;
 	Oid			catalog_relid;	/* OID of stream_ext.kafka_sources: tells
@@ -91,7 +90,7 @@ typedef struct KafkaWorkerArgs
 	int32		worker;			/* 0 .. nworkers-1 */
 	int32		nworkers;
 	TransactionId wait_xid;		/* start_source's xact, or Invalid */
-} KafkaWorkerArgs;
+} KafkaSourceWorkerArgs;
 
 typedef struct KafkaPartitionStat
 {
@@ -100,7 +99,7 @@ typedef struct KafkaPartitionStat
 	int64		high_watermark; /* -1 when unknown */
 } KafkaPartitionStat;
 
-typedef struct KafkaWorkerSlot
+typedef struct KafkaSourceSlot
 {
 	KafkaSlot	common;			/* id: the source; errors: bad messages */
 	uint64		messages;
@@ -110,31 +109,27 @@ typedef struct KafkaWorkerSlot
 	double		rate;			/* messages/s, smoothed */
 	int			npartitions;
 	KafkaPartitionStat partitions[KAFKA_MAX_WORKER_PARTITIONS];
-} KafkaWorkerSlot;
+} KafkaSourceSlot;
 
-typedef struct KafkaShared
+typedef struct KafkaSourceShared
 {
 	KafkaSlotTable table;
 	pid_t		launcher_pid;
-	KafkaWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} KafkaShared;
+	KafkaSourceSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} KafkaSourceShared;
 
-extern KafkaShared *kafka_shared;
-
-/* GUCs (launcher.c) */
-extern int	kafka_max_workers;
-extern int	kafka_launcher_naptime;
-
-/* launcher.c */
-extern bool kafka_launch_worker(const KafkaWorkerArgs *args, bool error_on_failure);
+extern KafkaSourceShared *kafka_source_shared;
 
 /* source.c */
+extern int	kafka_max_source_workers;	/* GUC */
+extern const KafkaKind kafka_source_kind;
+
+extern void kafka_source_init(void);
 extern rd_kafka_conf_t *kafka_build_conf(const char *brokers, const KafkaOptions *opts,
 										 const char *group_id, Oid role);
+extern void kafka_source_launch_running(Oid dboid);
 
-/* background worker entry points */
-extern PGDLLEXPORT void stream_ext_kafka_worker_main(Datum main_arg);
-extern PGDLLEXPORT void stream_ext_kafka_launcher_main(Datum main_arg);
-extern PGDLLEXPORT void stream_ext_kafka_scanner_main(Datum main_arg);
+/* background worker entry point (source_worker.c) */
+extern PGDLLEXPORT void stream_ext_kafka_source_worker_main(Datum main_arg);
 
-#endif							/* STREAM_EXT_KAFKA_H */
+#endif							/* STREAM_EXT_KAFKA_SOURCE_H */

@@ -79,7 +79,6 @@
 
 #define BATCH_ENR_NAME	"stream_ext_batch"
 #define IDLE_POLL_MS	250
-#define STATE_CHECK_MS	1000
 #define METADATA_CHECK_MS 30000
 #define RETRY_MIN_MS	100		/* backoff of a batch retried after a transient error */
 #define RETRY_MAX_MS	10000
@@ -99,10 +98,22 @@ typedef struct DeadLetter
 	char	   *error;
 } DeadLetter;
 
-typedef struct Worker
+/* the batch being applied (apply_batch(); arrays in W.batch_cxt) */
+typedef struct Batch
 {
-	KafkaWorkerArgs args;
-	KafkaWorkerSlot *slot;
+	HeapTuple  *tuples;			/* decoded, in the order of W.msgs */
+	int		   *tuple_msg;		/* the W.msgs index of each tuple */
+	int			ntuples;
+	DeadLetter *dead;			/* messages that could not be loaded */
+	int			ndead;
+	uint64		nbytes;			/* of all the messages */
+	char	   *stop_error;		/* on_error = 'stop': why the batch stops */
+} Batch;
+
+typedef struct SourceWorker
+{
+	KafkaSourceWorkerArgs args;
+	KafkaSourceSlot *slot;
 
 	/* the source (in source_cxt) */
 	char	   *name;
@@ -155,9 +166,9 @@ typedef struct Worker
 	TimestampTz last_metadata_check;
 	TimestampTz rate_time;
 	uint64		rate_messages;
-} Worker;
+} SourceWorker;
 
-static Worker W;
+static SourceWorker W;
 
 /* ----------------------------------------------------------------
  * Shared memory slot
@@ -184,7 +195,7 @@ publish_partitions(void)
 {
 	int			i;
 
-	LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
+	LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
 	W.slot->npartitions = Min(W.nmine, KAFKA_MAX_WORKER_PARTITIONS);
 	for (i = 0; i < W.slot->npartitions; i++)
 	{
@@ -192,7 +203,7 @@ publish_partitions(void)
 		W.slot->partitions[i].next_offset = W.next_offset[i];
 		W.slot->partitions[i].high_watermark = W.high_watermark[i];
 	}
-	LWLockRelease(kafka_shared->table.lock);
+	LWLockRelease(kafka_source_shared->table.lock);
 }
 
 /* refresh the cached high watermarks (non-blocking) */
@@ -219,32 +230,54 @@ refresh_watermarks(void)
  * ----------------------------------------------------------------
  */
 
+/*
+ * INSERT INTO stream (cols) SELECT cols FROM enrname, cols being dec's
+ * target columns: the batch's insert where kafka_bulk_insert() cannot
+ * stand in for it (see insert_tuples()).  Exported for the decoder's fuzz
+ * harness (test/fuzz), which checks that it parses for any options.
+ */
+char *
+kafka_decoder_insert_sql(const KafkaDecoder *dec, const char *enrname)
+{
+	StringInfoData cols;
+	StringInfoData sql;
+	char	   *nspname = get_namespace_name(get_rel_namespace(dec->relid));
+	char	   *relname = get_rel_name(dec->relid);
+	int			i;
+
+	if (nspname == NULL || relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("stream with OID %u does not exist", dec->relid)));
+
+	initStringInfo(&cols);
+	for (i = 0; i < dec->ncolumns; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&cols, ", ");
+		appendStringInfoString(&cols, quote_identifier(dec->columns[i].name));
+	}
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s",
+					 quote_qualified_identifier(nspname, relname),
+					 cols.data, cols.data, quote_identifier(enrname));
+	return sql.data;
+}
+
 /* load the source definition; false if it is not (or no longer) running */
 static bool
 load_source(void)
 {
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 	MemoryContext old;
 	int			i;
 
-	kafka_begin_xact();
-	if (!kafka_worker_is_running(false))
-	{
-		kafka_commit_xact();
+	tup = kafka_worker_read_row("SELECT name, stream::oid, brokers, topic, format, options "
+								"FROM stream_ext.kafka_sources WHERE id = $1", &desc);
+	if (tup == NULL)
 		return false;
-	}
-	args[0] = Int32GetDatum(W.args.source_id);
-	kafka_worker_exec("SELECT name, stream::oid, brokers, topic, format, options "
-				 "FROM stream_ext.kafka_sources WHERE id = $1",
-				 1, argtypes, args, NULL, true, 1, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "could not read Kafka source %d", W.args.source_id);
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 
 	MemoryContextReset(W.source_cxt);
 	old = MemoryContextSwitchTo(W.source_cxt);
@@ -263,9 +296,7 @@ load_source(void)
 	W.group_id = psprintf("stream_ext-%s", W.name);
 	W.msgs = palloc0(sizeof(rd_kafka_message_t *) * W.opts.batch_size);
 	MemoryContextSwitchTo(old);
-
-	kafka_commit_xact();
-	pgstat_report_appname(psprintf("stream_ext source %s", W.name));
+	kafka_worker_loaded(W.name);
 	return true;
 }
 
@@ -387,7 +418,7 @@ resolve_start_offset(int32 partition)
 	if (W.opts.start == KAFKA_START_OFFSET)
 		return W.opts.start_offset;
 
-	err = rd_kafka_query_watermark_offsets(W.rk, W.topic, partition, &lo, &hi, 5000);
+	err = rd_kafka_query_watermark_offsets(W.rk, W.topic, partition, &lo, &hi, KAFKA_REQUEST_TIMEOUT_MS);
 	if (err)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -405,7 +436,7 @@ resolve_start_offset(int32 partition)
 
 		rd_kafka_topic_partition_list_add(l, W.topic, partition)->offset =
 			W.opts.start_timestamp_ms;
-		err = rd_kafka_offsets_for_times(W.rk, l, 5000);
+		err = rd_kafka_offsets_for_times(W.rk, l, KAFKA_REQUEST_TIMEOUT_MS);
 		off = l->elems[0].err ? -1 : l->elems[0].offset;
 		rd_kafka_topic_partition_list_destroy(l);
 		if (err)
@@ -463,7 +494,7 @@ setup_consumer(void)
 	W.queue_max_bytes = conf_int(rd_kafka_conf(W.rk), "queued.max.messages.kbytes", 65536) * 1024;
 	W.queue_filled = false;
 
-	W.npartitions = topic_partition_count(5000, true);
+	W.npartitions = topic_partition_count(KAFKA_REQUEST_TIMEOUT_MS, true);
 
 	old = MemoryContextSwitchTo(W.source_cxt);
 	W.mine = palloc(sizeof(int32) * W.npartitions);
@@ -922,7 +953,7 @@ rethrow_transient(ErrorData *edata)
 /*
  * Run one INSERT of the batch (or of a part of it) in a subtransaction:
  * the statement sql, or with sql NULL the ntuples tuples through
- * stream_bulk_insert(), which sets *unsupported (and does nothing) when it
+ * kafka_bulk_insert(), which sets *unsupported (and does nothing) when it
  * cannot stand in for the statement.  Returns NULL when it succeeded, else
  * the error message (allocated in the batch context), the subtransaction
  * rolled back so the batch can go on; a transient error is rethrown.
@@ -939,7 +970,7 @@ insert_in_subxact(const char *sql, HeapTuple *tuples, int ntuples,
 	PG_TRY();
 	{
 		if (sql == NULL)
-			*unsupported = !stream_bulk_insert(W.stream, W.dec->tupdesc, W.attnums,
+			*unsupported = !kafka_bulk_insert(W.stream, W.dec->tupdesc, W.attnums,
 											   tuples, ntuples);
 		else
 		{
@@ -1028,51 +1059,23 @@ isolate_bad_rows(HeapTuple *tuples, const int *tuple_msg, int ntuples, char *msg
 }
 
 /*
- * Apply W.msgs[0..nmsgs) in one transaction.  ereports on failures that
- * are not about one message: apply_batch_retrying() retries transient ones
- * in place, the worker's main loop backs off and rebuilds after the others.
+ * Decode W.msgs[0..nmsgs) into b's tuples.  One subtransaction covers the
+ * whole run of good messages; a bad one aborts it, becomes a dead letter,
+ * and decoding resumes in a new one.  Oversized messages are dead letters
+ * without decoding.  With on_error = 'stop', b->stop_error is the first
+ * error and decoding stops there.
  */
-static BatchResult
-apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
+static void
+decode_batch(Batch *b, MemoryContext oldcxt)
 {
-	MemoryContext oldcxt;
-	HeapTuple  *tuples;
-	int		   *tuple_msg;
-	DeadLetter *dead;
-	int64	   *batch_next;
-
 	/* modified inside PG_TRY blocks, read after a longjmp: volatile */
 	volatile int ntuples = 0;
 	volatile int ndead = 0;
-	volatile int i;
+	volatile int i = 0;
 	volatile uint64 nbytes = 0;
 	char	   *volatile stop_error = NULL;
 	ResourceOwner oldowner;
 
-	*n_errors = *n_dead = *n_bytes = 0;
-	MemoryContextReset(W.batch_cxt);
-
-	kafka_begin_xact();
-	if (!kafka_worker_is_running(true))
-	{
-		kafka_commit_xact();
-		return BATCH_SOURCE_GONE;
-	}
-
-	oldcxt = MemoryContextSwitchTo(W.batch_cxt);
-	tuples = palloc(sizeof(HeapTuple) * W.nmsgs);
-	tuple_msg = palloc(sizeof(int) * W.nmsgs);
-	dead = palloc(sizeof(DeadLetter) * W.nmsgs);
-	batch_next = palloc(sizeof(int64) * W.nmine);
-	for (i = 0; i < W.nmine; i++)
-		batch_next[i] = -1;
-	MemoryContextSwitchTo(oldcxt);
-
-	/*
-	 * Decode.  One subtransaction covers the whole run of good messages; a
-	 * bad one aborts it, and decoding resumes in a new one.
-	 */
-	i = 0;
 	while (i < W.nmsgs && stop_error == NULL)
 	{
 		oldowner = CurrentResourceOwner;
@@ -1089,17 +1092,17 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 				if (m->len > (size_t) W.opts.max_message_bytes)
 				{
 					MemoryContextSwitchTo(W.batch_cxt);
-					dead[ndead].msgidx = i;
-					dead[ndead].error = psprintf("message of %zu bytes exceeds max_message_bytes (%d)",
-												 m->len, W.opts.max_message_bytes);
+					b->dead[ndead].msgidx = i;
+					b->dead[ndead].error = psprintf("message of %zu bytes exceeds max_message_bytes (%d)",
+													m->len, W.opts.max_message_bytes);
 					ndead++;
 					MemoryContextSwitchTo(W.msg_cxt);
 					continue;
 				}
 				msg_to_kafka_message(m, &km);
 				/* the tuple outlives the message's scratch memory */
-				tuples[ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
-				tuple_msg[ntuples] = i;
+				b->tuples[ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
+				b->tuple_msg[ntuples] = i;
 				ntuples++;
 				MemoryContextReset(W.msg_cxt);
 			}
@@ -1116,63 +1119,63 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 			CurrentResourceOwner = oldowner;
 			MemoryContextReset(W.msg_cxt);
 			rethrow_transient(edata);
-			dead[ndead].msgidx = i;
-			dead[ndead].error = edata->message;
+			b->dead[ndead].msgidx = i;
+			b->dead[ndead].error = edata->message;
 			ndead++;
 			i++;
 		}
 		PG_END_TRY();
 		/* the oversize path may also have added dead letters */
 		if (ndead > 0 && W.opts.on_error == KAFKA_ON_ERROR_STOP)
-			stop_error = dead[0].error;
+			stop_error = b->dead[0].error;
 	}
+	b->ntuples = ntuples;
+	b->ndead = ndead;
+	b->nbytes = nbytes;
+	b->stop_error = stop_error;
+}
 
-	/* Insert the batch with one statement. */
-	if (ntuples > 0 && stop_error == NULL)
+/*
+ * Insert b's tuples with one statement (insert_tuples()).  Should that
+ * fail, with on_error = 'stop' the error is b->stop_error; otherwise the
+ * rows to blame are found by bisection and become dead letters, the others
+ * are inserted.
+ */
+static void
+insert_batch(Batch *b, MemoryContext oldcxt)
+{
+	char	   *msg;
+
+	if (b->ntuples == 0 || b->stop_error != NULL)
+		return;
+	msg = insert_tuples(b->tuples, b->ntuples, oldcxt);
+	if (msg == NULL)
+		return;
+	ereport(DEBUG1,
+			(errmsg_internal("stream_ext: Kafka source \"%s\": batch insert failed, looking for the bad rows: %s",
+							 W.name, msg)));
+	if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
+		b->stop_error = msg;
+	else
 	{
-		char	   *msg = insert_tuples(tuples, ntuples, oldcxt);
-
-		if (msg != NULL)
-		{
-			ereport(DEBUG1,
-					(errmsg_internal("stream_ext: Kafka source \"%s\": batch insert failed, looking for the bad rows: %s",
-									 W.name, msg)));
-			if (W.opts.on_error == KAFKA_ON_ERROR_STOP)
-				stop_error = msg;
-			else
-			{
-				/* a row the stream refuses: find it, insert the rest */
-				int			nd = ndead;
-
-				isolate_bad_rows(tuples, tuple_msg, ntuples, msg, dead, &nd, oldcxt);
-				ndead = nd;
-			}
-		}
+		/* a row the stream refuses: find it, insert the rest */
+		isolate_bad_rows(b->tuples, b->tuple_msg, b->ntuples, msg, b->dead,
+						 &b->ndead, oldcxt);
 	}
+}
 
-	if (stop_error != NULL)
-	{
-		/* nothing of this batch is stored; the caller marks the source failed */
-		set_error(stop_error, KWS_RETRYING);
-		SPI_finish();
-		PopActiveSnapshot();
-		AbortCurrentTransaction();
-		return BATCH_STOP_ON_ERROR;
-	}
+/*
+ * Upsert next_offset and high_watermark of every partition the batch
+ * touched into stream_ext.kafka_offsets; batch_next[] (per W.mine[]) gets
+ * each one's next offset, -1 for the others.
+ */
+static void
+store_offsets(int64 *batch_next)
+{
+	int			i;
 
-	/* dead letters */
-	*n_bytes = nbytes;
-	*n_errors = ndead;
-	if (W.opts.on_error == KAFKA_ON_ERROR_DEAD_LETTER)
-	{
-		if (ndead > 0)
-			insert_dead_letters(dead, ndead);
-		*n_dead = ndead;
-	}
-	if (ndead > 0)
-		set_error(dead[ndead - 1].error, W.slot->common.state);
-
-	/* offsets: next offset per partition touched by the batch */
+	for (i = 0; i < W.nmine; i++)
+		batch_next[i] = -1;
 	for (i = 0; i < W.nmsgs; i++)
 	{
 		rd_kafka_message_t *m = W.msgs[i];
@@ -1203,16 +1206,76 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		else
 			nulls[3] = 'n';
 		kafka_worker_exec("INSERT INTO stream_ext.kafka_offsets AS o "
-									"(source, partition, next_offset, high_watermark) "
-									"VALUES ($1, $2, $3, $4) "
-									"ON CONFLICT (source, partition) DO UPDATE "
-									"SET next_offset = excluded.next_offset, "
-									"high_watermark = excluded.high_watermark, "
-									"updated_at = now()",
-									4, argtypes, args, nulls, false, 0,
-					 SPI_OK_INSERT);
+						  "(source, partition, next_offset, high_watermark) "
+						  "VALUES ($1, $2, $3, $4) "
+						  "ON CONFLICT (source, partition) DO UPDATE "
+						  "SET next_offset = excluded.next_offset, "
+						  "high_watermark = excluded.high_watermark, "
+						  "updated_at = now()",
+						  4, argtypes, args, nulls, false, 0,
+						  SPI_OK_INSERT);
+	}
+}
+
+/*
+ * Apply W.msgs[0..nmsgs) in one transaction: decode_batch(),
+ * insert_batch(), the dead letters, store_offsets(), commit.  ereports on
+ * failures that are not about one message: apply_batch_retrying() retries
+ * transient ones in place, the worker's main loop backs off and rebuilds
+ * after the others.
+ */
+static BatchResult
+apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
+{
+	MemoryContext oldcxt;
+	Batch		b;
+	int64	   *batch_next;
+	int			i;
+
+	*n_errors = *n_dead = *n_bytes = 0;
+	MemoryContextReset(W.batch_cxt);
+
+	kafka_begin_xact();
+	if (!kafka_worker_is_running(true))
+	{
+		kafka_commit_xact();
+		return BATCH_SOURCE_GONE;
 	}
 
+	oldcxt = MemoryContextSwitchTo(W.batch_cxt);
+	memset(&b, 0, sizeof(b));
+	b.tuples = palloc(sizeof(HeapTuple) * W.nmsgs);
+	b.tuple_msg = palloc(sizeof(int) * W.nmsgs);
+	b.dead = palloc(sizeof(DeadLetter) * W.nmsgs);
+	batch_next = palloc(sizeof(int64) * W.nmine);
+	MemoryContextSwitchTo(oldcxt);
+
+	decode_batch(&b, oldcxt);
+	insert_batch(&b, oldcxt);
+
+	if (b.stop_error != NULL)
+	{
+		/* nothing of this batch is stored; the caller marks the source failed */
+		set_error(b.stop_error, KWS_RETRYING);
+		SPI_finish();
+		PopActiveSnapshot();
+		AbortCurrentTransaction();
+		return BATCH_STOP_ON_ERROR;
+	}
+
+	/* dead letters */
+	*n_bytes = b.nbytes;
+	*n_errors = b.ndead;
+	if (W.opts.on_error == KAFKA_ON_ERROR_DEAD_LETTER)
+	{
+		if (b.ndead > 0)
+			insert_dead_letters(b.dead, b.ndead);
+		*n_dead = b.ndead;
+	}
+	if (b.ndead > 0)
+		set_error(b.dead[b.ndead - 1].error, W.slot->common.state);
+
+	store_offsets(batch_next);
 	kafka_commit_xact();
 
 	/* committed: now the in-memory offsets may move */
@@ -1334,7 +1397,7 @@ update_rate(void)
 
 	if (ms < 1000)
 		return;
-	LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
+	LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
 	{
 		double		inst = (double) (W.slot->messages - W.rate_messages) * 1000.0 / ms;
 
@@ -1343,13 +1406,13 @@ update_rate(void)
 			W.slot->rate = 0;
 		W.rate_messages = W.slot->messages;
 	}
-	LWLockRelease(kafka_shared->table.lock);
+	LWLockRelease(kafka_source_shared->table.lock);
 	W.rate_time = now;
 }
 
 /* one pass of the loop; returns false when the worker should exit */
 static bool
-worker_iteration(void)
+source_worker_iteration(void)
 {
 	TimestampTz now;
 	const char *rk_error;
@@ -1407,7 +1470,7 @@ worker_iteration(void)
 								 TimestampDifferenceMilliseconds(W.batch_started, now))));
 		W.batch_done = now;
 		W.avg_msg_len = (double) n_bytes / n;
-		LWLockAcquire(kafka_shared->table.lock, LW_EXCLUSIVE);
+		LWLockAcquire(kafka_source_shared->table.lock, LW_EXCLUSIVE);
 		W.slot->messages += n;
 		W.slot->bytes += n_bytes;
 		W.slot->batches++;
@@ -1422,7 +1485,7 @@ worker_iteration(void)
 		 */
 		if (W.slot->common.state == KWS_RETRYING && !W.client_failing)
 			W.slot->common.state = KWS_RUNNING;
-		LWLockRelease(kafka_shared->table.lock);
+		LWLockRelease(kafka_source_shared->table.lock);
 		W.backoff_ms = 0;
 		publish_partitions();
 		W.last_state_check = GetCurrentTimestamp();
@@ -1431,7 +1494,7 @@ worker_iteration(void)
 	now = GetCurrentTimestamp();
 	update_rate();
 
-	if (TimestampDifferenceExceeds(W.last_state_check, now, STATE_CHECK_MS))
+	if (TimestampDifferenceExceeds(W.last_state_check, now, KAFKA_STATE_CHECK_MS))
 	{
 		if (!kafka_worker_is_running_xact())
 			return false;
@@ -1442,7 +1505,7 @@ worker_iteration(void)
 		/* after broker errors, see whether the cluster answers again */
 		if (W.slot->common.state == KWS_RETRYING)
 		{
-			(void) topic_partition_count(1000, false);
+			(void) topic_partition_count(KAFKA_PROBE_TIMEOUT_MS, false);
 			W.client_failing = false;
 			kafka_worker_set_state(KWS_RUNNING);
 		}
@@ -1451,7 +1514,7 @@ worker_iteration(void)
 	if (TimestampDifferenceExceeds(W.last_metadata_check, now, METADATA_CHECK_MS))
 	{
 		W.last_metadata_check = now;
-		if (topic_partition_count(5000, false) != W.npartitions)
+		if (topic_partition_count(KAFKA_REQUEST_TIMEOUT_MS, false) != W.npartitions)
 		{
 			ereport(LOG,
 					(errmsg("stream_ext: partitions of Kafka topic \"%s\" changed, reassigning",
@@ -1469,19 +1532,15 @@ has_consumer(void)
 }
 
 void
-stream_ext_kafka_worker_main(Datum main_arg)
+stream_ext_kafka_source_worker_main(Datum main_arg)
 {
 	KafkaWorkerLoop loop;
 
 	memset(&W, 0, sizeof(W));
-	memcpy(&W.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaWorkerArgs));
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
+	memcpy(&W.args, MyBgworkerEntry->bgw_extra, sizeof(KafkaSourceWorkerArgs));
 
 	/* connect as the source's owner, claim the slot, wait for start_source */
-	W.slot = (KafkaWorkerSlot *) kafka_worker_attach(&kafka_source_kind,
+	W.slot = (KafkaSourceSlot *) kafka_worker_attach(&kafka_source_kind, die,
 													 W.args.dboid, W.args.catalog_relid,
 													 W.args.owner, W.args.source_id,
 													 W.args.worker, W.args.wait_xid);
@@ -1500,7 +1559,7 @@ stream_ext_kafka_worker_main(Datum main_arg)
 	W.last_state_check = W.rate_time;
 
 	/* after an error: rebuild from the stored offsets, nothing of the batch stuck */
-	loop.iteration = worker_iteration;
+	loop.iteration = source_worker_iteration;
 	loop.teardown = teardown_consumer;
 	loop.has_client = has_consumer;
 	loop.recheck_on_exit = false;
