@@ -564,8 +564,8 @@ sink_admit(SeBatchEntry *entry, TriggerData *trigdata)
 
 	if (sink_read_plan == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare("SELECT owner::oid, format, key_column, options, name, state "
-									   "FROM stream_ext.kafka_sinks WHERE id = $1",
+		SPIPlanPtr	plan = SPI_prepare("SELECT owner::oid, format, key_column, options, name, state,"
+									   " stream::oid FROM stream_ext.kafka_sinks WHERE id = $1",
 									   1, argtypes);
 
 		if (plan == NULL)
@@ -587,6 +587,20 @@ sink_admit(SeBatchEntry *entry, TriggerData *trigdata)
 		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
+
+	/*
+	 * Only the sink's own stream feeds it: a trigger calling this function
+	 * on another table (its owner may create one) must not put rows into
+	 * another role's sink.
+	 */
+	if (DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull)) !=
+		RelationGetRelid(trigdata->tg_relation))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("trigger \"%s\" on \"%s\" cannot feed Kafka sink \"%s\": it is not the sink's stream",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation),
+						SPI_getvalue(tup, desc, 5))));
 	/* failed: its owner lost SELECT (below); it queues nothing until restarted */
 	if (strcmp(SPI_getvalue(tup, desc, 6), "failed") == 0)
 		return false;
