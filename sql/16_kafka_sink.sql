@@ -109,6 +109,24 @@ DROP TABLE skm;
 DROP CAST (sink_mood AS json);
 DROP FUNCTION sink_mood_json(sink_mood);
 DROP TYPE sink_mood;
+-- only the sink's own stream feeds it: another role's trigger calling the
+-- queue function on its own table cannot put rows into the sink
+SELECT set_config('sink_test.owned_id', id::text, false) IS NOT NULL AS id_known
+  FROM stream_ext.kafka_sinks WHERE name = 'sk_owned';
+CREATE SCHEMA sink_other_s AUTHORIZATION sink_other;
+SET ROLE sink_other;
+CREATE TABLE sink_other_s.fake (i int, t text);
+GRANT SELECT ON sink_other_s.fake TO sink_owner;
+GRANT USAGE ON SCHEMA sink_other_s TO sink_owner;
+DO $$ BEGIN
+  EXECUTE format('CREATE TRIGGER forge AFTER INSERT ON sink_other_s.fake REFERENCING NEW TABLE AS n'
+                 ' FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.sink_enqueue(%s)',
+                 current_setting('sink_test.owned_id'));
+END $$;
+INSERT INTO sink_other_s.fake (i, t) VALUES (666, 'forged');
+RESET ROLE;
+SELECT count(*) AS forged FROM stream_ext.sink_queue WHERE payload LIKE '%666%';
+DROP SCHEMA sink_other_s CASCADE;
 -- a role that cannot log in cannot run a sink worker
 ALTER ROLE sink_owner NOLOGIN;
 SELECT stream_ext.start_sink('sk_owned');

@@ -37,6 +37,7 @@
 #include "utils/varlena.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 
 bool
 stream_ext_installed(void)
@@ -44,46 +45,6 @@ stream_ext_installed(void)
 	return OidIsValid(get_extension_oid("stream_ext", true)) &&
 		OidIsValid(get_relname_relid("view_catalog",
 									 get_namespace_oid("stream_ext", true)));
-}
-
-static Oid
-extension_owner(void)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Oid			owner = InvalidOid;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
-				F_NAMEEQ, CStringGetDatum("stream_ext"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	if (!OidIsValid(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"stream_ext\" is not installed in this database")));
-	return owner;
-}
-
-void
-catalog_begin_write(Oid *save_userid, int *save_sec)
-{
-	Oid			owner = extension_owner();
-
-	GetUserIdAndSecContext(save_userid, save_sec);
-	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-void
-catalog_end_write(Oid save_userid, int save_sec)
-{
-	SetUserIdAndSecContext(save_userid, save_sec);
 }
 
 /* run a catalog query with one oid parameter; returns the row count */
@@ -406,13 +367,12 @@ catalog_view_owners(Oid relid)
 void
 catalog_insert_stream(Oid relid)
 {
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	catalog_query_oid("INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)",
 					  relid, true);
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 static Datum
@@ -439,8 +399,7 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 	Datum	   *auxs = palloc(sizeof(Datum) * (list_length(aux_tables) + 1));
 	int			naux = 0;
 	ListCell   *lc;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			rc;
 
 	values[0] = ObjectIdGetDatum(viewid);
@@ -454,7 +413,7 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 	values[6] = PointerGetDatum(construct_array(auxs, naux, OIDOID, sizeof(Oid),
 												true, TYPALIGN_INT));
 
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute_with_args("INSERT INTO stream_ext.view_catalog"
 							   " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
@@ -464,7 +423,7 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not record continuous view: %s", SPI_result_code_string(rc));
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 /*
@@ -514,8 +473,7 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 	const char *args[8] = {NULL, kind, size, slide, step, time_column, window_column, expire_sql};
 	Datum		values[8];
 	char		nulls[8];
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			rc;
 
 	if (!catalog_has_windows())
@@ -527,7 +485,7 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 		values[i] = args[i] ? CStringGetTextDatum(args[i]) : (Datum) 0;
 		nulls[i] = args[i] ? ' ' : 'n';
 	}
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET window_kind = $2,"
 							   " window_size = $3::pg_catalog.interval,"
@@ -539,7 +497,7 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "could not record the window of continuous view %u", viewid);
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 /*
@@ -700,12 +658,11 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 uint64
 catalog_remove_orphans(void)
 {
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			rc;
 	uint64		views;
 
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute("DELETE FROM stream_ext.view_catalog v WHERE NOT EXISTS"
 					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
@@ -730,7 +687,7 @@ catalog_remove_orphans(void)
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "stream_ext catalog cleanup failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 	return views;
 }
 
@@ -741,15 +698,14 @@ catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 {
 	Oid			argtypes[4] = {OIDOID, INTERVALOID, TEXTOID, TEXTOID};
 	Datum		values[4];
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			rc;
 
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = IntervalPGetDatum(ttl);
 	values[2] = CStringGetTextDatum(ttl_column);
 	values[3] = CStringGetTextDatum(ttl_sql);
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
 							   " WHERE view = $1",
@@ -757,7 +713,7 @@ catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "could not record the TTL of continuous view %u", viewid);
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 /* stream_ext.set_retention(): NULL keeps raw rows */
@@ -767,18 +723,17 @@ catalog_set_stream_retention(Oid relid, Interval *retention)
 	Oid			argtypes[2] = {OIDOID, INTERVALOID};
 	Datum		values[2];
 	char		nulls[2] = {' ', retention ? ' ' : 'n'};
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			rc;
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute_with_args("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
 							   2, argtypes, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "could not record the retention of stream %u", relid);
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }

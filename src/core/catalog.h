@@ -64,8 +64,4 @@ extern void catalog_set_stream_retention(Oid relid, Interval *retention);
 extern uint64 catalog_remove_orphans(void);
 
 
-/* run catalog writes as the extension's owner */
-extern void catalog_begin_write(Oid *save_userid, int *save_sec);
-extern void catalog_end_write(Oid save_userid, int save_sec);
-
 #endif							/* STREAM_EXT_CATALOG_H */

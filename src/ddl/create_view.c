@@ -41,6 +41,7 @@
 #include "utils/syscache.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
 #include "ddl/create_view.h"
 #include "housekeeping/retention.h"
@@ -159,7 +160,7 @@ backfill(const char *sql)
 	int			rc;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	stream_ext_maintenance_depth++;
+	se_maintenance_begin();
 	PG_TRY();
 	{
 		plan = SPI_prepare(sql, 0, NULL);
@@ -174,12 +175,12 @@ backfill(const char *sql)
 	}
 	PG_CATCH();
 	{
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 		se_rethrow_short_context(cxt, list_make1((char *) sql),
 								 "backfill of the new continuous view from the rows already in its stream");
 	}
 	PG_END_TRY();
-	stream_ext_maintenance_depth--;
+	se_maintenance_end();
 }
 
 /*
@@ -194,13 +195,11 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 	ListCell   *lc;
 	ListCell   *nc = list_head(plan->colnames);
 	Bitmapset  *only_stream = bms_make_singleton(1);
-	int			nestlevel = NewGUCNestLevel();
 
-	/* constants read the same whatever the reader's settings */
-	(void) set_config_option("DateStyle", "ISO", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * Constants read the same whatever the reader's settings: the caller
+	 * pinned them (se_pin_settings()).
+	 */
 
 	foreach(lc, query->targetList)
 	{
@@ -226,7 +225,6 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 		run_sql(psprintf("COMMENT ON COLUMN %s.%s IS %s", vq,
 						 quote_identifier(colname), quote_literal_cstr(comment)));
 	}
-	AtEOXact_GUC(true, nestlevel);
 }
 
 /*
@@ -281,8 +279,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	List	   *auxids = NIL;
 	ListCell   *lc;
 	int			nestlevel;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 
 	if (!stream_ext_installed())
 		ereport(ERROR,
@@ -373,14 +370,16 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	definition = pg_get_querydef(query, true);
 	matrelname = ChooseRelationName(viewname, NULL, "mrel", nspid, false);
 
-	/* from here on every name we write or read is schema-qualified */
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * From here on every name we write or read is schema-qualified, and
+	 * every text we generate or deparse (constants, intervals) is made
+	 * under the pinned settings of src/core/security.c.
+	 */
+	nestlevel = se_pin_settings(NULL);
 
 	SPI_connect();
 
-	/* generates SQL: after search_path is pinned */
+	/* generates SQL: after the settings are pinned */
 	if (lateness.enabled)
 		lateness_validate(&lateness, &plan, query, plan.streamid,
 						  session.enabled ? &session : NULL);
@@ -449,12 +448,10 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 * only be created by the stream's owner: create this fixed one as the
 	 * owner.  It runs maintenance as the view's owner, not the stream's.
 	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(se_relation_owner(plan.streamid),
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	se_run_as_role(&runas, se_relation_owner(plan.streamid));
 	trigid = se_create_statement_trigger(plan.streamid, trigname, TRIGGER_TYPE_AFTER,
 										 TRIGGER_TYPE_INSERT, "maintain", mq, CV_NEW_ROWS);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 
 	/*
 	 * The materialization and side tables are internal parts of the view:
@@ -510,7 +507,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	}
 
 	SPI_finish();
-	AtEOXact_GUC(true, nestlevel);
+	se_unpin_settings(nestlevel);
 
 	ddl_notify_pgrst_reload();
 }

@@ -23,6 +23,7 @@
 #include "utils/lsyscache.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
 #include "ddl/create_view.h"
 #include "ddl/restore.h"
@@ -87,7 +88,7 @@ check_alter(Node *parsetree)
 
 		if (!OidIsValid(relid))
 			return;
-		if (stream_ext_maintenance_depth == 0 && catalog_is_matrel(relid))
+		if (!se_in_maintenance() && catalog_is_matrel(relid))
 		{
 			/* catalog_is_matrel() also covers transforms: say which */
 			if (catalog_is_transform(relid))

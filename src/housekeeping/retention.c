@@ -68,9 +68,9 @@
 #include "utils/timestamp.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
-#include "maintain/maintain.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_set_retention);
 PG_FUNCTION_INFO_V1(stream_ext_run_maintenance);
@@ -465,22 +465,22 @@ view_item(void *arg, void *arg2)
 {
 	ViewWork   *view = arg;
 	ViewTask	fn = (ViewTask) arg2;
-	OwnerContext octx;
+	SeRunAs		octx;
 	int64		removed;
 
 	SPI_connect();
-	owner_context_enter(&octx, view->owner, view->timezone);
-	stream_ext_maintenance_depth++;
+	se_run_as_owner(&octx, view->owner, view->timezone);
+	se_maintenance_begin();
 	PG_TRY();
 	{
 		removed = fn(view);
 	}
 	PG_FINALLY();
 	{
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 	}
 	PG_END_TRY();
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	SPI_finish();
 	return removed;
 }
@@ -492,12 +492,12 @@ stream_item(void *arg, void *arg2)
 	StreamWork *stream = arg;
 	Oid			argtypes[1] = {INTERVALOID};
 	Datum		values[1] = {stream->retention};
-	OwnerContext octx;
+	SeRunAs		octx;
 	int			rc;
 	uint64		deleted;
 
 	SPI_connect();
-	owner_context_enter(&octx, stream->owner, NULL);
+	se_run_as_owner(&octx, stream->owner, NULL);
 	stream_ext_deleting_raw_rows = true;
 	PG_TRY();
 	{
@@ -520,7 +520,7 @@ stream_item(void *arg, void *arg2)
 		stream_ext_deleting_raw_rows = false;
 	}
 	PG_END_TRY();
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	SPI_finish();
 	return (int64) deleted;
 }
@@ -534,7 +534,7 @@ static int64
 truncate_item(void *arg, void *arg2)
 {
 	StreamWork *stream = arg;
-	OwnerContext octx;
+	SeRunAs		octx;
 	SPIPlanPtr	plan;
 	int			rc;
 	bool		truncated = false;
@@ -542,7 +542,7 @@ truncate_item(void *arg, void *arg2)
 	if (!ConditionalLockRelationOid(stream->relid, AccessExclusiveLock))
 		return 0;
 	SPI_connect();
-	owner_context_enter(&octx, stream->owner, NULL);
+	se_run_as_owner(&octx, stream->owner, NULL);
 	plan = SPI_prepare(psprintf("SELECT 1 FROM %s LIMIT 1", stream->qualname), 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "stream_ext: could not prepare: %s", SPI_result_code_string(SPI_result));
@@ -555,7 +555,7 @@ truncate_item(void *arg, void *arg2)
 			elog(ERROR, "stream_ext: TRUNCATE failed: %s", SPI_result_code_string(rc));
 		truncated = true;
 	}
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	SPI_finish();
 	/* rows came in meanwhile: nothing was changed under the lock */
 	if (!truncated)
@@ -754,8 +754,7 @@ schedule_job_id(bool replace, bool notice)
 {
 	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[3];
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int64		jobid = 0;
 	bool		isnull;
 	int			rc;
@@ -769,7 +768,7 @@ schedule_job_id(bool replace, bool notice)
 	values[0] = CStringGetTextDatum(MAINTENANCE_JOB);
 	values[1] = CStringGetTextDatum(maintenance_schedule);
 	values[2] = CStringGetTextDatum(MAINTENANCE_COMMAND);
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	if (!replace)
 	{
@@ -790,7 +789,7 @@ schedule_job_id(bool replace, bool notice)
 		jobid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 	return jobid;
 }
 

@@ -40,7 +40,7 @@ extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
  * task runs in its own subtransaction (an error is a WARNING, the rest of
  * maintenance goes on), as the view's owner, security-restricted, with
  * search_path = pg_catalog and the view's TimeZone, SPI connected and
- * stream_ext_maintenance_depth raised (materializations are writable).
+ * inside se_maintenance_begin()/end() (materializations are writable).
  * It returns the number of rows it removed (reported by run_maintenance()),
  * or -1 to report nothing.
  */

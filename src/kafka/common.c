@@ -44,6 +44,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "core/security.h"
 #include "core/util.h"
 #include "kafka/common.h"
 #include "kafka/decode.h"
@@ -969,14 +970,12 @@ void
 kafka_exec_as(Oid role, const char *sql, int nargs, Oid *argtypes, Datum *args,
 			  const char *nulls, bool read_only, long tcount, int expected)
 {
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			ret;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	se_run_as_role(&runas, role);
 	ret = SPI_execute_with_args(sql, nargs, argtypes, args, nulls, read_only, tcount);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 	if (ret != expected)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(ret));
 }

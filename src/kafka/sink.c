@@ -12,8 +12,8 @@
  * transition table on the stream; for each INSERT (or COPY) the trigger
  * builds the key and payload of all the statement's rows with one SELECT
  * over the transition table, run as the sink's owner in a restricted
- * context (owner_context_enter(): search_path and TimeZone pinned, and
- * DateStyle, IntervalStyle and extra_float_digits too), and appends them
+ * context (se_run_as_owner(): the settings of se_pin_settings() pinned,
+ * TimeZone UTC), and appends them
  * with one INSERT ... SELECT to the logged table stream_ext.sink_queue as
  * the catalog's owner.  The queue rows thus commit or roll back with the
  * rows of the stream.  The sink's worker (sink_worker.c) produces
@@ -49,10 +49,11 @@
 #include "utils/tuplestore.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
 #include "kafka/decode.h"
 #include "kafka/sink.h"
-#include "maintain/maintain.h"
+#include "maintain/trigger.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_sink);
 PG_FUNCTION_INFO_V1(stream_ext_start_sink);
@@ -338,8 +339,7 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	int32		id;
 	bool		isnull;
 	char	   *qualname;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			ret;
 
 	kafka_definition_args(fcinfo, &def);
@@ -380,14 +380,13 @@ stream_ext_create_kafka_sink(PG_FUNCTION_ARGS)
 	/* the queue trigger, created as the stream's owner (as for views) */
 	qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(def.stream)),
 										  get_rel_name(def.stream));
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(se_relation_owner(def.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	se_run_as_role(&runas, se_relation_owner(def.stream));
 	ret = SPI_execute(psprintf("CREATE TRIGGER stream_ext_sink_%d AFTER INSERT ON %s"
 							   " REFERENCING NEW TABLE AS " SINK_NEW_TABLE
 							   " FOR EACH STATEMENT EXECUTE FUNCTION stream_ext.sink_enqueue('%d')",
 							   id, qualname, id),
 					  false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not create the queue trigger of Kafka sink \"%s\": %s",
 			 def.name, SPI_result_code_string(ret));
@@ -477,15 +476,13 @@ stream_ext_drop_sink(PG_FUNCTION_ARGS)
 	{
 		char	   *qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.stream)),
 														  get_rel_name(row.stream));
-		Oid			save_userid;
-		int			save_sec;
+		SeRunAs		runas;
 		int			ret;
 
-		GetUserIdAndSecContext(&save_userid, &save_sec);
-		SetUserIdAndSecContext(se_relation_owner(row.stream), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		se_run_as_role(&runas, se_relation_owner(row.stream));
 		ret = SPI_execute(psprintf("DROP TRIGGER IF EXISTS stream_ext_sink_%d ON %s",
 								   row.id, qualname), false, 0);
-		SetUserIdAndSecContext(save_userid, save_sec);
+		se_restore(&runas);
 		if (ret != SPI_OK_UTILITY)
 			elog(ERROR, "could not drop the queue trigger of Kafka sink \"%s\"", row.name);
 	}
@@ -505,80 +502,141 @@ stream_ext_drop_sink(PG_FUNCTION_ARGS)
  */
 
 /*
- * stream_ext.sink_enqueue(sink_id) — statement-level AFTER INSERT trigger
- * on a sink's stream, REFERENCING NEW TABLE AS stream_ext_sink_new.
+ * The queue trigger runs maintain/trigger.c's skeleton.  Its cache entry
+ * keeps the payload plan and the parsed definition of the sink; the sink's
+ * catalog row is still read at every statement (a kept plan, the latest
+ * committed row), so a stopped, failed, dropped or changed sink is seen at
+ * once, and the definition is parsed again only when it changed.
  */
-Datum
-stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
+typedef struct SinkBatch
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	int32		sink_id;
+	bool		parsed;			/* the fields below are set */
+	Oid			owner;
+	char	   *format;
+	char	   *key_column;
+	Jsonb	   *options;
+	char	   *sql;			/* the payload SELECT */
+	/* of the batch at hand, from run to finish */
+	Tuplestorestate *ts;
+	TupleDesc	rowdesc;
+} SinkBatch;
+
+/* the sink's catalog row, kept for the backend (revalidated by plancache) */
+static SPIPlanPtr sink_read_plan = NULL;
+
+static bool
+text_equal(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static void
+sink_load(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	SinkBatch  *sink = MemoryContextAllocZero(entry->cxt, sizeof(SinkBatch));
+
+	sink->sink_id = pg_strtoint32(trigdata->tg_trigger->tgargs[0]);
+	entry->kind = sink;
+	entry->streamid = RelationGetRelid(trigdata->tg_relation);
+	entry->relids[0] = entry->streamid;
+	entry->timezone = "UTC";
+}
+
+static bool
+sink_admit(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	SinkBatch  *sink = entry->kind;
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 	Oid			owner;
-	int			format;
+	char	   *format;
 	char	   *key_column;
-	Datum		optdatum;
-	KafkaSinkOptions opts;
-	List	   *cols;
-	char	   *sql;
-	OwnerContext octx;
-	Tuplestorestate *ts;
-	EphemeralNamedRelation enr;
-	SPIPlanPtr	plan;
-	Portal		portal;
-	TupleDesc	rowdesc = NULL;
-	uint64		i;
-	uint64		nrows;
+	Jsonb	   *options;
+	SeRunAs		runas;
+	int			rc;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
-		trigdata->tg_newtable == NULL ||
-		trigdata->tg_trigger->tgnargs != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("stream_ext.sink_enqueue() must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE and a sink id")));
+	if (sink_read_plan == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare("SELECT owner::oid, format, key_column, options, name, state,"
+									   " stream::oid FROM stream_ext.kafka_sinks WHERE id = $1",
+									   1, argtypes);
 
-	if (tuplestore_tuple_count(trigdata->tg_newtable) == 0)
-		return PointerGetDatum(NULL);
-	sink_id = pg_strtoint32(trigdata->tg_trigger->tgargs[0]);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-
-	args[0] = Int32GetDatum(sink_id);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		sink_read_plan = plan;
+	}
+	args[0] = Int32GetDatum(sink->sink_id);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
 	catalog_read_latest_begin();
-	kafka_catalog_exec(&kafka_sink_kind,
-					   "SELECT owner::oid, format, key_column, options, name, state "
-					   "FROM stream_ext.kafka_sinks WHERE id = $1",
-					   1, argtypes, args, NULL, true, SPI_OK_SELECT);
+	se_run_as_role(&runas, se_relation_owner(kafka_catalog_table(&kafka_sink_kind, false)));
+	rc = SPI_execute_plan(sink_read_plan, args, NULL, true, 1);
+	se_restore(&runas);
 	catalog_read_latest_end();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	/* the sink is gone (its trigger outlived it): nothing to queue */
 	if (SPI_processed != 1)
-	{
-		/* the sink is gone (its trigger outlived it): nothing to queue */
-		SPI_finish();
-		return PointerGetDatum(NULL);
-	}
+		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
+
+	/*
+	 * Only the sink's own stream feeds it: a trigger calling this function
+	 * on another table (its owner may create one) must not put rows into
+	 * another role's sink.
+	 */
+	if (DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull)) !=
+		RelationGetRelid(trigdata->tg_relation))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("trigger \"%s\" on \"%s\" cannot feed Kafka sink \"%s\": it is not the sink's stream",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation),
+						SPI_getvalue(tup, desc, 5))));
 	/* failed: its owner lost SELECT (below); it queues nothing until restarted */
 	if (strcmp(SPI_getvalue(tup, desc, 6), "failed") == 0)
-	{
-		SPI_finish();
-		return PointerGetDatum(NULL);
-	}
+		return false;
 	owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-	format = sink_parse_format(SPI_getvalue(tup, desc, 2));
+	format = SPI_getvalue(tup, desc, 2);
 	key_column = SPI_getvalue(tup, desc, 3);
-	optdatum = SPI_getbinval(tup, desc, 4, &isnull);
-	kafka_sink_parse_options(DatumGetJsonbP(optdatum), &opts);
-	cols = payload_columns(trigdata->tg_relation, opts.columns);
+	options = DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull));
+
+	/* a new or changed definition: parse it, and plan again */
+	if (!sink->parsed || owner != sink->owner ||
+		!text_equal(format, sink->format) ||
+		!text_equal(key_column, sink->key_column) ||
+		VARSIZE(options) != VARSIZE(sink->options) ||
+		memcmp(options, sink->options, VARSIZE(options)) != 0)
+	{
+		KafkaSinkOptions opts;
+		List	   *cols;
+		MemoryContext old;
+		char	   *sql;
+
+		kafka_sink_parse_options(options, &opts);
+		cols = payload_columns(trigdata->tg_relation, opts.columns);
+		sql = build_payload_sql(sink_parse_format(format), key_column, cols,
+								trigdata->tg_trigger->tgnewtable);
+		se_batch_forget_plans(entry);
+		sink->parsed = false;
+		old = MemoryContextSwitchTo(entry->cxt);
+		sink->owner = owner;
+		sink->format = pstrdup(format);
+		sink->key_column = key_column ? pstrdup(key_column) : NULL;
+		sink->options = palloc(VARSIZE(options));
+		memcpy(sink->options, options, VARSIZE(options));
+		sink->sql = pstrdup(sql);
+		MemoryContextSwitchTo(old);
+		sink->parsed = true;
+	}
+	entry->owner = sink->owner;
 
 	/*
 	 * The owner lost SELECT on the stream: the insert succeeds (the stream's
@@ -594,80 +652,116 @@ stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
 		Oid			failtypes[2] = {INT4OID, TEXTOID};
 		Datum		failargs[2];
 
-		failargs[0] = Int32GetDatum(sink_id);
+		failargs[0] = Int32GetDatum(sink->sink_id);
 		failargs[1] = CStringGetTextDatum(msg);
 		kafka_catalog_exec(&kafka_sink_kind,
 						   "UPDATE stream_ext.kafka_sinks SET state = 'failed', last_error = $2,"
 						   " updated_at = now() WHERE id = $1",
 						   2, failtypes, failargs, NULL, false, SPI_OK_UPDATE);
-		SPI_finish();
 		ereport(WARNING,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("%s", msg),
 				 errdetail("Kafka sink \"%s\" is marked failed; the rows of this statement and later ones are not queued for it.", name),
 				 errhint("Grant SELECT back and run stream_ext.start_sink(), or drop the sink with stream_ext.drop_sink().")));
-		return PointerGetDatum(NULL);
+		return false;
 	}
+	return true;
+}
 
-	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
-		elog(ERROR, "SPI_register_trigger_data failed");
+static void
+sink_prepare(SeBatchEntry *entry)
+{
+	SinkBatch  *sink = entry->kind;
 
-	/*
-	 * Key and payload of every row: one SELECT, as the owner, restricted.
-	 * It is read through a cursor into a tuplestore, which spills to disk
-	 * beyond work_mem, so a large COPY does not hold its rows in memory.
-	 */
-	sql = build_payload_sql(format, key_column, cols, trigdata->tg_trigger->tgnewtable);
-	ts = tuplestore_begin_heap(false, false, work_mem);
-	owner_context_enter(&octx, owner, "UTC");
-	owner_context_pin("DateStyle", "ISO, YMD");
-	owner_context_pin("IntervalStyle", "postgres");
-	owner_context_pin("extra_float_digits", "1");
-	plan = SPI_prepare(sql, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	nrows = 0;
+	(void) se_batch_prepare(entry, sink->sql, 0, NULL);
+}
+
+/*
+ * Key and payload of every row: one SELECT, as the owner, restricted, with
+ * TimeZone UTC.  It is read through a cursor into a tuplestore, which
+ * spills to disk beyond work_mem, so a large COPY does not hold its rows in
+ * memory.
+ */
+static uint64
+sink_run(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	SinkBatch  *sink = entry->kind;
+	Portal		portal;
+	uint64		i;
+	uint64		nrows = 0;
+
+	sink->ts = tuplestore_begin_heap(false, false, work_mem);
+	sink->rowdesc = NULL;
+	portal = SPI_cursor_open(NULL, linitial(entry->plans), NULL, NULL, true);
 	for (;;)
 	{
 		SPI_cursor_fetch(portal, true, SINK_FETCH_ROWS);
 		if (SPI_processed == 0)
 			break;
-		if (rowdesc == NULL)
-			rowdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+		if (sink->rowdesc == NULL)
+			sink->rowdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
 		for (i = 0; i < SPI_processed; i++)
-			tuplestore_puttuple(ts, SPI_tuptable->vals[i]);
+			tuplestore_puttuple(sink->ts, SPI_tuptable->vals[i]);
 		nrows += SPI_processed;
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
-	SPI_freeplan(plan);
-	owner_context_leave(&octx);
-	if (nrows == 0)
-	{
-		tuplestore_end(ts);
-		SPI_finish();
-		return PointerGetDatum(NULL);
-	}
+	return nrows;
+}
 
-	/* ... appended to the queue with one INSERT, as the catalog owner */
-	enr = palloc0(sizeof(EphemeralNamedRelationData));
-	enr->md.name = SINK_ROWS_ENR;
-	enr->md.reliddesc = InvalidOid;
-	enr->md.tupdesc = rowdesc;
-	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-	enr->md.enrtuples = nrows;
-	enr->reldata = ts;
-	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
-		elog(ERROR, "SPI_register_relation failed");
-	kafka_catalog_exec(&kafka_sink_kind,
-					   "INSERT INTO stream_ext.sink_queue (sink, key, payload) "
-					   "SELECT $1, key, payload FROM " SINK_ROWS_ENR,
-					   1, argtypes, args, NULL, false, SPI_OK_INSERT);
-	SPI_unregister_relation(SINK_ROWS_ENR);
-	tuplestore_end(ts);
-	SPI_finish();
-	return PointerGetDatum(NULL);
+/* ... appended to the queue with one INSERT, as the catalog owner */
+static void
+sink_finish(SeBatchEntry *entry, TriggerData *trigdata, uint64 nrows)
+{
+	SinkBatch  *sink = entry->kind;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+	EphemeralNamedRelation enr;
+
+	if (nrows > 0)
+	{
+		enr = palloc0(sizeof(EphemeralNamedRelationData));
+		enr->md.name = SINK_ROWS_ENR;
+		enr->md.reliddesc = InvalidOid;
+		enr->md.tupdesc = sink->rowdesc;
+		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+		enr->md.enrtuples = nrows;
+		enr->reldata = sink->ts;
+		if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+			elog(ERROR, "SPI_register_relation failed");
+		args[0] = Int32GetDatum(sink->sink_id);
+		kafka_catalog_exec(&kafka_sink_kind,
+						   "INSERT INTO stream_ext.sink_queue (sink, key, payload) "
+						   "SELECT $1, key, payload FROM " SINK_ROWS_ENR,
+						   1, argtypes, args, NULL, false, SPI_OK_INSERT);
+		SPI_unregister_relation(SINK_ROWS_ENR);
+	}
+	tuplestore_end(sink->ts);
+	sink->ts = NULL;
+	sink->rowdesc = NULL;
+}
+
+static const SeBatchOps sink_ops = {
+	.name = "stream_ext.sink_enqueue()",
+	.argument = "a sink id",
+	.load = sink_load,
+	.admit = sink_admit,
+	.prepare = sink_prepare,
+	.run = sink_run,
+	.finish = sink_finish,
+	.maintenance = false,
+	.plan_rows = 0,
+	.invalid_kind = NULL,
+};
+
+/*
+ * stream_ext.sink_enqueue(sink_id) — statement-level AFTER INSERT trigger
+ * on a sink's stream, REFERENCING NEW TABLE AS stream_ext_sink_new.
+ */
+Datum
+stream_ext_sink_enqueue(PG_FUNCTION_ARGS)
+{
+	return se_batch_trigger(fcinfo, &sink_ops);
 }
 
 /* ----------------------------------------------------------------

@@ -28,7 +28,7 @@
 #include "utils/tuplestore.h"
 
 #include "core/catalog.h"
-#include "maintain/maintain.h"
+#include "core/security.h"
 #include "query/analyze.h"
 #include "windows/lateness.h"
 
@@ -100,7 +100,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	ViewCatalogEntry entry;
 	Relation	stream;
 	EphemeralNamedRelation enr;
-	OwnerContext octx;
+	SeRunAs		octx;
 	MemoryContext outcxt = CurrentMemoryContext;
 	ListCell   *lc;
 	char	   *header;
@@ -158,9 +158,9 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 	}
 
-	owner_context_enter(&octx, entry.owner, entry.timezone);
+	se_run_as_owner(&octx, entry.owner, entry.timezone);
 
-	stream_ext_maintenance_depth++;
+	se_maintenance_begin();
 	PG_TRY();
 	{
 		explain_statement(rsinfo, entry.maintain_sql, verbose, outcxt,
@@ -177,11 +177,11 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 	}
 	PG_END_TRY();
 
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	SPI_finish();
 	table_close(stream, AccessShareLock);
 	return (Datum) 0;

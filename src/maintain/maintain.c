@@ -7,9 +7,10 @@
  *	  its stream, with the statement's rows as transition table.  The
  *	  trigger runs the view's maintenance statement (query/analyze.c) once over
  *	  those rows: one partial aggregation of the whole batch, one upsert per
- *	  touched group.  It runs as the view's owner, in a security-restricted
- *	  context, with search_path and TimeZone pinned; prepared plans are kept
- *	  per backend and rebuilt when the catalog or the tables change.
+ *	  touched group.  It runs maintain/trigger.c's skeleton (maint_ops): as
+ *	  the view's owner, in a security-restricted context, with the settings
+ *	  of core/security.c pinned; prepared plans are kept per backend and
+ *	  rebuilt when the catalog or the tables change.
  *
  *	  The maintenance statement wraps each aggregate in stream_ext.partial().
  *	  The planner hook below replaces those wrappers, in the Agg node of the
@@ -49,18 +50,17 @@
 #include "utils/varlena.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
-#include "maintain/transform.h"
+#include "maintain/trigger.h"
 #include "windows/lateness.h"
 #include "windows/windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
 PG_FUNCTION_INFO_V1(stream_ext_guard_materialization);
-
-int			stream_ext_maintenance_depth = 0;
 
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -216,7 +216,7 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *result;
 
-	if (stream_ext_maintenance_depth > 0)
+	if (se_in_maintenance())
 		(void) keep_partial_aggs_walker((Node *) parse, NULL);
 
 	if (prev_planner_hook)
@@ -224,7 +224,7 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 	else
 		result = standard_planner(parse, query_string, cursorOptions, boundParams);
 
-	if (stream_ext_maintenance_depth > 0)
+	if (se_in_maintenance())
 	{
 		ListCell   *lc;
 
@@ -237,204 +237,13 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 	return result;
 }
 
-/* ---- per-backend cache of maintenance plans ---------------------------- */
-
-typedef struct MaintEntry
+/* a view's part of its trigger's cache entry (maintain/trigger.c) */
+typedef struct MaintView
 {
-	Oid			tgoid;			/* hash key: the maintenance trigger */
-	bool		valid;
 	ViewCatalogEntry cat;
-	SPIPlanPtr	maintain_plan;
-	List	   *distinct_plans;
-	AttrNumber	arrival_attnum; /* stream's arrival_timestamp, for stats */
 	TimestampTz next_expiry;	/* sliding windows: see windows/windows.c */
 	LatenessInfo *lateness;		/* allowed_lateness: see windows/lateness.c */
-	List	   *statements;		/* the SQL of the plans, for errors */
-	char	   *error_context;	/* "maintenance of continuous view ..." */
-	List	   *privs;			/* what the plans touch: see privileges.c */
-	uint64		privs_checked;
-	MemoryContext cxt;
-} MaintEntry;
-
-static HTAB *maint_cache = NULL;
-
-static void
-maint_relcache_callback(Datum arg, Oid relid)
-{
-	HASH_SEQ_STATUS status;
-	MaintEntry *entry;
-
-	if (maint_cache == NULL)
-		return;
-	hash_seq_init(&status, maint_cache);
-	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		if (!OidIsValid(relid) || relid == entry->cat.matrelid ||
-			relid == entry->cat.streamid || relid == entry->cat.viewid)
-			entry->valid = false;
-	}
-}
-
-static void
-release_entry(MaintEntry *entry)
-{
-	ListCell   *lc;
-
-	if (entry->maintain_plan)
-		SPI_freeplan(entry->maintain_plan);
-	entry->maintain_plan = NULL;
-	foreach(lc, entry->distinct_plans)
-		SPI_freeplan(lfirst(lc));
-	entry->distinct_plans = NIL;
-	entry->privs = NIL;
-	entry->privs_checked = 0;
-	if (entry->cxt)
-		MemoryContextDelete(entry->cxt);
-	entry->cxt = NULL;
-	entry->valid = false;
-}
-
-static MaintEntry *
-get_entry(Trigger *trigger)
-{
-	MaintEntry *entry;
-	bool		found;
-	Oid			matrelid;
-
-	if (maint_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(MaintEntry);
-		maint_cache = hash_create("stream_ext maintenance plans", 64, &ctl,
-								  HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(maint_relcache_callback, (Datum) 0);
-	}
-
-	entry = hash_search(maint_cache, &trigger->tgoid, HASH_ENTER, &found);
-	if (!found)
-	{
-		entry->valid = false;
-		entry->maintain_plan = NULL;
-		entry->distinct_plans = NIL;
-		entry->next_expiry = 0;
-		entry->lateness = NULL;
-		entry->privs = NIL;
-		entry->privs_checked = 0;
-		entry->cxt = NULL;
-	}
-	if (entry->valid)
-		return entry;
-
-	release_entry(entry);
-	if (trigger->tgnargs != 1)
-		elog(ERROR, "stream_ext.maintain() needs the materialization as its argument");
-	matrelid = relid_from_trigger_arg(trigger->tgargs[0]);
-	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext view",
-									   ALLOCSET_SMALL_SIZES);
-	if (!OidIsValid(matrelid) ||
-		!catalog_lookup_view_by_matrel(matrelid, &entry->cat, entry->cxt))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("continuous view with materialization %s does not exist",
-						trigger->tgargs[0]),
-				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
-	entry->arrival_attnum = get_attnum(entry->cat.streamid, STREAM_ARRIVAL_COLUMN);
-	if (entry->arrival_attnum != InvalidAttrNumber &&
-		get_atttype(entry->cat.streamid, entry->arrival_attnum) != TIMESTAMPTZOID)
-		entry->arrival_attnum = InvalidAttrNumber;
-	entry->lateness = lateness_lookup(entry->cat.viewid, entry->cxt);
-	entry->valid = true;
-	return entry;
-}
-
-static void
-prepare_plans(MaintEntry *entry)
-{
-	ListCell   *lc;
-	MemoryContext old;
-	Oid			argtypes[1] = {TIMESTAMPTZOID};
-	int			nargs = entry->lateness ? 1 : 0;	/* $1: the watermark */
-
-	entry->maintain_plan = SPI_prepare(entry->cat.maintain_sql, nargs, argtypes);
-	if (entry->maintain_plan == NULL)
-		elog(ERROR, "stream_ext: could not prepare maintenance: %s",
-			 SPI_result_code_string(SPI_result));
-	SPI_keepplan(entry->maintain_plan);
-	foreach(lc, entry->cat.distinct_sql)
-	{
-		SPIPlanPtr	plan = SPI_prepare((char *) lfirst(lc), nargs, argtypes);
-
-		if (plan == NULL)
-			elog(ERROR, "stream_ext: could not prepare maintenance: %s",
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		old = MemoryContextSwitchTo(entry->cxt);
-		entry->distinct_plans = lappend(entry->distinct_plans, plan);
-		entry->privs = list_concat(entry->privs,
-								   priv_collect(plan, entry->cat.streamid, entry->cxt));
-		MemoryContextSwitchTo(old);
-	}
-
-	/*
-	 * An error in these statements gets a short CONTEXT naming the view
-	 * instead of the statements themselves (se_rethrow_short_context).
-	 */
-	old = MemoryContextSwitchTo(entry->cxt);
-	entry->statements = lcons(entry->cat.maintain_sql, list_copy(entry->cat.distinct_sql));
-	if (entry->cat.expire_sql)
-		entry->statements = lappend(entry->statements, entry->cat.expire_sql);
-	if (entry->lateness)
-	{
-		entry->statements = lappend(entry->statements, entry->lateness->late_sql);
-		entry->statements = lappend(entry->statements, entry->lateness->max_sql);
-		if (entry->lateness->emit_sql)
-			entry->statements = lappend(entry->statements, entry->lateness->emit_sql);
-	}
-	entry->error_context =
-		psprintf("maintenance of continuous view %s (statements in stream_ext.view_catalog)",
-				 quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry->cat.viewid)),
-											get_rel_name(entry->cat.viewid)));
-	/* what the plans touch, checked at every batch (privileges.c) */
-	entry->privs = list_concat(entry->privs,
-							   priv_collect(entry->maintain_plan, entry->cat.streamid, entry->cxt));
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * Set a GUC for the current nest level, unless it already has that value:
- * inside owner_context_enter/leave, until owner_context_leave.
- */
-void
-owner_context_pin(const char *name, const char *value)
-{
-	const char *current = GetConfigOption(name, false, false);
-
-	if (current == NULL || strcmp(current, value) != 0)
-		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-}
-
-void
-owner_context_enter(OwnerContext *ctx, Oid owner, const char *timezone)
-{
-	GetUserIdAndSecContext(&ctx->save_userid, &ctx->save_sec);
-	SetUserIdAndSecContext(owner,
-						   ctx->save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	ctx->nestlevel = NewGUCNestLevel();
-	owner_context_pin("search_path", "pg_catalog");
-	if (timezone != NULL)
-		owner_context_pin("TimeZone", timezone);
-}
-
-void
-owner_context_leave(OwnerContext *ctx)
-{
-	AtEOXact_GUC(true, ctx->nestlevel);
-	SetUserIdAndSecContext(ctx->save_userid, ctx->save_sec);
-}
+} MaintView;
 
 /* ---- row-level security ------------------------------------------------ */
 
@@ -469,179 +278,161 @@ stream_rls_flags(Oid relid, bool *enabled, bool *forced)
  * (the stream or the view changed owner, a role lost BYPASSRLS).
  */
 static void
-check_stream_rls(Relation stream, MaintEntry *entry)
+check_stream_rls(Relation stream, MaintView *view)
 {
 	if (!stream->rd_rel->relrowsecurity)
 		return;
-	if (stream_rls_applies(RelationGetRelid(stream), entry->cat.owner, true,
+	if (stream_rls_applies(RelationGetRelid(stream), view->cat.owner, true,
 						   stream->rd_rel->relforcerowsecurity))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cannot maintain continuous view \"%s\": row-level security of stream \"%s\" applies to its owner %s",
-						get_rel_name(entry->cat.viewid),
+						get_rel_name(view->cat.viewid),
 						RelationGetRelationName(stream),
-						GetUserNameFromId(entry->cat.owner, false)),
+						GetUserNameFromId(view->cat.owner, false)),
 				 errdetail("A continuous view aggregates every row of its stream; it would show rows its owner cannot read."),
 				 errhint("Give the view to the stream's owner or to a role with BYPASSRLS, or drop it.")));
 }
 
-/*
- * Register the batch (the trigger's transition table) for SPI.
- *
- * Not with SPI_register_trigger_data(): that gives the planner the row count
- * of the batch at hand, and the maintenance plan is made once, on the first
- * batch, and then kept.  When that first batch is a single row (a warm-up
- * INSERT, a trickle before a bulk load) the planner picks a sort of the raw
- * rows and a GroupAggregate, and every later 10,000-row batch is sorted row
- * by row instead of being hashed into its groups.  So the planner is always
- * told MAINT_PLAN_ROWS rows, whatever the batch: the plan does not depend on
- * which batch came first, and is the one stream_ext.explain() shows by
- * default.
- */
-static void
-register_new_rows(TriggerData *trigdata)
-{
-	EphemeralNamedRelation enr;
+/* ---- the maintenance trigger ------------------------------------------- */
 
-	if (trigdata->tg_trigger->tgnewtable == NULL)
-		elog(ERROR, "stream_ext.maintain() needs a NEW TABLE");
-	enr = palloc0(sizeof(EphemeralNamedRelationData));
-	enr->md.name = trigdata->tg_trigger->tgnewtable;
-	enr->md.reliddesc = RelationGetRelid(trigdata->tg_relation);
-	enr->md.tupdesc = NULL;
-	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-	enr->md.enrtuples = MAINT_PLAN_ROWS;
-	enr->reldata = trigdata->tg_newtable;
-	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
-		elog(ERROR, "SPI_register_relation failed");
+static void
+maint_load(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	Trigger    *trigger = trigdata->tg_trigger;
+	MaintView  *view = MemoryContextAllocZero(entry->cxt, sizeof(MaintView));
+	Oid			matrelid = relid_from_trigger_arg(trigger->tgargs[0]);
+
+	if (!OidIsValid(matrelid) ||
+		!catalog_lookup_view_by_matrel(matrelid, &view->cat, entry->cxt))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("continuous view with materialization %s does not exist",
+						trigger->tgargs[0]),
+				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
+	entry->kind = view;
+	entry->objid = view->cat.viewid;
+	entry->streamid = view->cat.streamid;
+	entry->relids[0] = view->cat.matrelid;
+	entry->relids[1] = view->cat.streamid;
+	entry->relids[2] = view->cat.viewid;
+	entry->owner = view->cat.owner;
+	entry->timezone = view->cat.timezone;
+	entry->notify = view->cat.notify;
+	entry->arrival_attnum = get_attnum(view->cat.streamid, STREAM_ARRIVAL_COLUMN);
+	if (entry->arrival_attnum != InvalidAttrNumber &&
+		get_atttype(view->cat.streamid, entry->arrival_attnum) != TIMESTAMPTZOID)
+		entry->arrival_attnum = InvalidAttrNumber;
+	view->lateness = lateness_lookup(view->cat.viewid, entry->cxt);
+	entry->error_context =
+		MemoryContextStrdup(entry->cxt,
+							psprintf("maintenance of continuous view %s (statements in stream_ext.view_catalog)",
+									 quote_qualified_identifier(get_namespace_name(get_rel_namespace(view->cat.viewid)),
+																get_rel_name(view->cat.viewid))));
 }
 
-/*
- * stream_ext.maintain(materialization) — statement-level AFTER INSERT
- * trigger on a stream, REFERENCING NEW TABLE AS stream_ext_new.
- */
-Datum
-stream_ext_maintain(PG_FUNCTION_ARGS)
+static bool
+maint_admit(SeBatchEntry *entry, TriggerData *trigdata)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	MaintEntry *entry;
-	OwnerContext octx;
-	ListCell   *lc;
-	int			rc;
-	uint64		groups;
-	Datum		params[1] = {0};
-	char		nulls[1] = {' '};
-	TimestampTz wm = 0;
-	bool		wm_isnull = true;
-	char	   *missing;
-	instr_time	start;
-	instr_time	elapsed;
-	MemoryContext caller_cxt = CurrentMemoryContext;
+	MaintView  *view = entry->kind;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
-		trigdata->tg_newtable == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("stream_ext.maintain() must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE")));
-
-	/* an empty batch changes nothing */
-	if (tuplestore_tuple_count(trigdata->tg_newtable) == 0)
-		return PointerGetDatum(NULL);
-
-	entry = get_entry(trigdata->tg_trigger);
 	/* only the view's own stream feeds it: no trigger elsewhere may forge rows */
-	if (RelationGetRelid(trigdata->tg_relation) != entry->cat.streamid)
+	if (RelationGetRelid(trigdata->tg_relation) != view->cat.streamid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("trigger \"%s\" on \"%s\" cannot maintain continuous view \"%s\": it reads another stream",
 						trigdata->tg_trigger->tgname,
 						RelationGetRelationName(trigdata->tg_relation),
-						get_rel_name(entry->cat.viewid))));
+						get_rel_name(view->cat.viewid))));
 	/* a view whose owner lost a privilege is no longer maintained */
-	if (priv_invalid_reason(entry->cat.viewid) != NULL)
-		return PointerGetDatum(NULL);
-	check_stream_rls(trigdata->tg_relation, entry);
+	if (priv_invalid_reason(view->cat.viewid) != NULL)
+		return false;
+	check_stream_rls(trigdata->tg_relation, view);
+	return true;
+}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	register_new_rows(trigdata);
+/*
+ * The maintenance statement first, then one per count(DISTINCT); $1 is the
+ * watermark of a view with allowed_lateness.  Errors in these and in the
+ * expiry and lateness statements get a short CONTEXT naming the view
+ * instead of the statements themselves (se_rethrow_short_context).
+ */
+static void
+maint_prepare(SeBatchEntry *entry)
+{
+	MaintView  *view = entry->kind;
+	ListCell   *lc;
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	int			nargs = view->lateness ? 1 : 0;
 
-	owner_context_enter(&octx, entry->cat.owner, entry->cat.timezone);
-
-	if (entry->maintain_plan == NULL)
-		prepare_plans(entry);
-
-	/* the owner must still read what the view reads: else mark it invalid */
-	missing = priv_check(entry->privs, entry->cat.owner, &entry->privs_checked);
-	if (missing != NULL)
+	(void) se_batch_prepare(entry, view->cat.maintain_sql, nargs, argtypes);
+	foreach(lc, view->cat.distinct_sql)
+		(void) se_batch_prepare(entry, (char *) lfirst(lc), nargs, argtypes);
+	if (view->cat.expire_sql)
+		se_batch_statement(entry, view->cat.expire_sql);
+	if (view->lateness)
 	{
-		owner_context_leave(&octx);
-		SPI_finish();
-		priv_mark_invalid(entry->cat.viewid, "continuous view", missing);
-		return PointerGetDatum(NULL);
+		se_batch_statement(entry, view->lateness->late_sql);
+		se_batch_statement(entry, view->lateness->max_sql);
+		if (view->lateness->emit_sql)
+			se_batch_statement(entry, view->lateness->emit_sql);
 	}
+}
 
-	INSTR_TIME_SET_CURRENT(start);
-	stream_ext_maintenance_depth++;
-	PG_TRY();
+static uint64
+maint_run(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	MaintView  *view = entry->kind;
+	Datum		params[1] = {0};
+	char		nulls[1] = {' '};
+	TimestampTz wm = 0;
+	bool		wm_isnull = true;
+	uint64		groups = 0;
+	ListCell   *lc;
+
+	if (view->lateness)
 	{
-		if (entry->lateness)
-		{
-			wm = lateness_begin_batch(entry->lateness, &wm_isnull);
-			params[0] = TimestampTzGetDatum(wm);
-			nulls[0] = wm_isnull ? 'n' : ' ';
-		}
-		rc = SPI_execute_plan(entry->maintain_plan, params, nulls, false, 0);
+		wm = lateness_begin_batch(view->lateness, &wm_isnull);
+		params[0] = TimestampTzGetDatum(wm);
+		nulls[0] = wm_isnull ? 'n' : ' ';
+	}
+	foreach(lc, entry->plans)
+	{
+		int			rc = SPI_execute_plan(lfirst(lc), params, nulls, false, 0);
+
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
-		groups = SPI_processed;
-		foreach(lc, entry->distinct_plans)
-		{
-			rc = SPI_execute_plan(lfirst(lc), params, nulls, false, 0);
-			if (rc != SPI_OK_INSERT)
-				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
-		}
-		if (entry->lateness)
-			lateness_end_batch(entry->lateness, wm, wm_isnull);
-		window_expire_opportunistic(&entry->cat, &entry->next_expiry);
+		if (foreach_current_index(lc) == 0)
+			groups = SPI_processed;
 	}
-	PG_CATCH();
-	{
-		stream_ext_maintenance_depth--;
-		se_rethrow_short_context(caller_cxt, entry->statements,
-								 "%s, batch of " UINT64_FORMAT " rows inserted into %s",
-								 entry->error_context,
-								 (uint64) tuplestore_tuple_count(trigdata->tg_newtable),
-								 RelationGetRelationName(trigdata->tg_relation));
-	}
-	PG_END_TRY();
-	stream_ext_maintenance_depth--;
+	if (view->lateness)
+		lateness_end_batch(view->lateness, wm, wm_isnull);
+	window_expire_opportunistic(&view->cat, &view->next_expiry);
+	return groups;
+}
 
-	owner_context_leave(&octx);
-	SPI_finish();
+static const SeBatchOps maint_ops = {
+	.name = "stream_ext.maintain()",
+	.argument = "the materialization",
+	.load = maint_load,
+	.admit = maint_admit,
+	.prepare = maint_prepare,
+	.run = maint_run,
+	.maintenance = true,
+	.plan_rows = MAINT_PLAN_ROWS,
+	.invalid_kind = "continuous view",
+};
 
-	if (stats_tracking())
-	{
-		TimestampTz max_arrival = 0;
-
-		if (entry->arrival_attnum != InvalidAttrNumber)
-			max_arrival = stats_max_timestamp(trigdata->tg_newtable,
-											  RelationGetDescr(trigdata->tg_relation),
-											  entry->arrival_attnum);
-		INSTR_TIME_SET_CURRENT(elapsed);
-		INSTR_TIME_SUBTRACT(elapsed, start);
-		stats_report_batch(entry->cat.viewid, entry->cat.streamid,
-						   tuplestore_tuple_count(trigdata->tg_newtable),
-						   groups, INSTR_TIME_GET_MILLISEC(elapsed),
-						   max_arrival);
-	}
-	if (entry->cat.notify)
-		cv_notify_batch(entry->cat.notify, entry->cat.viewid,
-						tuplestore_tuple_count(trigdata->tg_newtable), groups);
-	return PointerGetDatum(NULL);
+/*
+ * stream_ext.maintain(materialization) — statement-level AFTER INSERT
+ * trigger on a stream, REFERENCING NEW TABLE AS stream_ext_new.  The
+ * planner is told MAINT_PLAN_ROWS rows whatever the batch (trigger.c), so
+ * the kept plan is the one stream_ext.explain() shows by default.
+ */
+Datum
+stream_ext_maintain(PG_FUNCTION_ARGS)
+{
+	return se_batch_trigger(fcinfo, &maint_ops);
 }
 
 /*
@@ -657,7 +448,7 @@ stream_ext_guard_materialization(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("stream_ext.guard_materialization() must be called as a trigger")));
-	if (stream_ext_maintenance_depth > 0)
+	if (se_in_maintenance())
 		return PointerGetDatum(NULL);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

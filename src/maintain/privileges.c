@@ -54,6 +54,7 @@
 #include "utils/syscache.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "maintain/privileges.h"
 
 /* bumped by every invalidation that can change a privilege */
@@ -378,8 +379,7 @@ priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 {
 	Oid			argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
 	Datum		values[3];
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			rc;
 
 	if (!OidIsValid(invalid_objects_relid()))
@@ -391,7 +391,7 @@ priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = CStringGetTextDatum(kind);
 	values[2] = CStringGetTextDatum(reason);
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute_with_args("INSERT INTO stream_ext.invalid_objects (object, kind, reason)"
 							   " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
@@ -400,7 +400,7 @@ priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 		elog(ERROR, "could not record invalid %s %u: %s", kind, relid,
 			 SPI_result_code_string(rc));
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 	/* other backends reload their set, and replan queries reading it */
 	CacheInvalidateRelcacheByRelid(relid);
 	ereport(WARNING,

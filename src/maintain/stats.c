@@ -43,6 +43,7 @@
 #include "utils/tuplestore.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "maintain/stats.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_view_stats_raw);
@@ -536,8 +537,7 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 {
 	Oid			viewid = PG_GETARG_OID(0);
 	ViewCatalogEntry entry;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	StringInfoData sql;
 	int			rc;
 	bool		isnull;
@@ -554,10 +554,7 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 	appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM %s",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry.matrelid)),
 												get_rel_name(entry.matrelid)));
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(entry.owner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	se_run_as_owner(&runas, entry.owner, entry.timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	rc = SPI_execute(sql.data, true, 1);
@@ -566,7 +563,7 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 	result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 	PG_RETURN_INT64(result);
 }
 

@@ -10,11 +10,13 @@
  *	  which is how views chain into pipelines -- or to an append-only table
  *	  the user-facing view reads.  A statement-level AFTER INSERT trigger
  *	  (stream_ext.transform()) runs one INSERT ... SELECT over the
- *	  transition table, as the transform's owner, security-restricted, with
- *	  search_path and TimeZone pinned, from a plan kept per backend.
+ *	  transition table through maintain/trigger.c's skeleton
+ *	  (transform_ops): as the transform's owner, security-restricted, with
+ *	  the settings of core/security.c pinned, from a plan kept per backend.
  *
- *	  It also owns the notify = 'channel' option: one pg_notify per
- *	  maintained batch, for transforms and aggregate views alike.
+ *	  It also owns the notify = 'channel' option at CREATE (the NOTIFY of
+ *	  each batch is sent by trigger.c), for transforms and aggregate views
+ *	  alike.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,11 +62,12 @@
 #include "utils/varlena.h"
 
 #include "core/catalog.h"
+#include "core/security.h"
 #include "core/util.h"
-#include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "maintain/transform.h"
+#include "maintain/trigger.h"
 #include "query/analyze.h"
 #include "query/joins.h"
 
@@ -120,25 +123,6 @@ cv_check_view_options(CVOptions *opts)
 				 errhint("Drop output_stream, or chain an aggregate view after a transform.")));
 }
 
-/* ---- notify --------------------------------------------------------------- */
-
-void
-cv_notify_batch(const char *channel, Oid viewid, uint64 rows, uint64 groups)
-{
-	StringInfoData buf;
-	char	   *name = get_rel_name(viewid);
-
-	if (name == NULL)
-		return;
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"view\": ");
-	escape_json(&buf, quote_qualified_identifier(get_namespace_name(get_rel_namespace(viewid)),
-												 name));
-	appendStringInfo(&buf, ", \"rows\": " UINT64_FORMAT ", \"groups\": " UINT64_FORMAT "}",
-					 rows, groups);
-	Async_Notify(channel, buf.data);
-}
-
 static void
 run_sql(const char *sql)
 {
@@ -154,18 +138,17 @@ cv_record_notify(Oid viewid, const char *channel)
 {
 	Oid			argtypes[2] = {OIDOID, TEXTOID};
 	Datum		values[2];
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = CStringGetTextDatum(channel);
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	if (SPI_execute_with_args("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
 							  2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "stream_ext: could not record notify channel");
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 /* ---- CREATE ----------------------------------------------------------------- */
@@ -391,8 +374,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	char	   *select_sql;
 	char	   *definition;
 	char	   *trigname;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	Oid			argtypes[8] = {OIDOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[8];
 	char		nulls[8] = "        ";
@@ -454,9 +436,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	nspname = get_namespace_name(nspid);
 	definition = pg_get_querydef(query, true);
 
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = se_pin_settings(NULL);
 	SPI_connect();
 
 	if (OidIsValid(outid))
@@ -524,12 +504,10 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 
 	/* the trigger, created as the stream's owner (see ddl/create_view.c) */
 	trigname = psprintf("stream_ext_transform_%u", viewid);
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(se_relation_owner(streamid),
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	se_run_as_role(&runas, se_relation_owner(streamid));
 	trigid = se_create_statement_trigger(streamid, trigname, TRIGGER_TYPE_AFTER,
 										 TRIGGER_TYPE_INSERT, "transform", vq, CV_NEW_ROWS);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	se_restore(&runas);
 	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
 						 DEPENDENCY_AUTO);
 	CommandCounterIncrement();
@@ -545,7 +523,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	values[6] = CStringGetTextDatum(select_sql);
 	values[7] = opts->notify ? CStringGetTextDatum(opts->notify) : (Datum) 0;
 	nulls[7] = opts->notify ? ' ' : 'n';
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	if (SPI_execute_with_args("INSERT INTO stream_ext.transform_catalog"
 							  " (transform, stream, output_stream, output_table, definition,"
 							  "  columns, select_sql, notify, timezone)"
@@ -553,7 +531,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 							  " pg_catalog.current_setting('TimeZone'))",
 							  8, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: could not record continuous transform");
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 
 	/*
 	 * A transform into a table starts from what the stream holds, like an
@@ -573,7 +551,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 
 		MemoryContext cxt = CurrentMemoryContext;
 
-		stream_ext_maintenance_depth++;
+		se_maintenance_begin();
 		PG_TRY();
 		{
 			plan = SPI_prepare(sql, 0, NULL);
@@ -584,96 +562,38 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		}
 		PG_CATCH();
 		{
-			stream_ext_maintenance_depth--;
+			se_maintenance_end();
 			se_rethrow_short_context(cxt, list_make1(sql),
 									 "backfill of the new continuous transform from the rows already in its stream");
 		}
 		PG_END_TRY();
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 	}
 
 	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
 	SPI_finish();
-	AtEOXact_GUC(true, nestlevel);
+	se_unpin_settings(nestlevel);
 }
 
 /* ---- maintenance -------------------------------------------------------- */
 
-typedef struct TransformEntry
-{
-	Oid			tgoid;			/* hash key */
-	bool		valid;
-	Oid			viewid;
-	Oid			streamid;
-	Oid			target;			/* output stream or table */
-	Oid			owner;
-	char	   *sql;
-	char	   *name;			/* qualified, for error context */
-	char	   *notify;
-	char	   *timezone;
-	SPIPlanPtr	plan;
-	List	   *privs;			/* what the plan touches: see privileges.c */
-	uint64		privs_checked;
-	MemoryContext cxt;
-} TransformEntry;
-
-static HTAB *transform_cache = NULL;
-
+/*
+ * The batch trigger of a transform (maintain/trigger.c's skeleton): one
+ * INSERT ... SELECT of the batch into the target, as the transform's owner.
+ */
 static void
-transform_relcache_callback(Datum arg, Oid relid)
+transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 {
-	HASH_SEQ_STATUS status;
-	TransformEntry *entry;
-
-	hash_seq_init(&status, transform_cache);
-	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		if (!OidIsValid(relid) || relid == entry->viewid ||
-			relid == entry->streamid || relid == entry->target)
-			entry->valid = false;
-	}
-}
-
-static TransformEntry *
-transform_entry(Trigger *trigger)
-{
-	TransformEntry *entry;
-	bool		found;
+	Trigger    *trigger = trigdata->tg_trigger;
 	Oid			viewid;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1];
 	int			rc;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	MemoryContext old;
 
-	if (transform_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(TransformEntry);
-		transform_cache = hash_create("stream_ext transform plans", 32, &ctl,
-									  HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(transform_relcache_callback, (Datum) 0);
-	}
-	entry = hash_search(transform_cache, &trigger->tgoid, HASH_ENTER, &found);
-	if (!found)
-	{
-		entry->valid = false;
-		entry->plan = NULL;
-		entry->cxt = NULL;
-	}
-	if (entry->valid)
-		return entry;
-	entry->privs = NIL;
-	entry->privs_checked = 0;
-	if (entry->plan)
-		SPI_freeplan(entry->plan);
-	entry->plan = NULL;
-	if (entry->cxt)
-		MemoryContextDelete(entry->cxt);
-	entry->cxt = NULL;
-
-	if (trigger->tgnargs != 1)
-		elog(ERROR, "stream_ext.transform() needs the transform as its argument");
 	viewid = relid_from_trigger_arg(trigger->tgargs[0]);
 	values[0] = ObjectIdGetDatum(viewid);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
@@ -690,29 +610,68 @@ transform_entry(Trigger *trigger)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("continuous transform %s does not exist", trigger->tgargs[0]),
 				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		MemoryContext old;
-
-		entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext transform",
-										   ALLOCSET_SMALL_SIZES);
-		old = MemoryContextSwitchTo(entry->cxt);
-		entry->viewid = viewid;
-		entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		entry->target = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
-		entry->sql = transform_sql(entry->target, SPI_getvalue(tup, desc, 4),
-								   SPI_getvalue(tup, desc, 5));
-		entry->notify = SPI_getvalue(tup, desc, 6);
-		entry->timezone = SPI_getvalue(tup, desc, 7);
-		entry->name = qualified_name(viewid);
-		MemoryContextSwitchTo(old);
-	}
-	entry->valid = true;
-	return entry;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	old = MemoryContextSwitchTo(entry->cxt);
+	entry->objid = viewid;
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->relids[0] = viewid;
+	entry->relids[1] = entry->streamid;
+	entry->relids[2] = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	/* the statement */
+	entry->kind = transform_sql(entry->relids[2], SPI_getvalue(tup, desc, 4),
+								SPI_getvalue(tup, desc, 5));
+	entry->notify = SPI_getvalue(tup, desc, 6);
+	entry->timezone = SPI_getvalue(tup, desc, 7);
+	entry->error_context =
+		psprintf("continuous transform %s (statement in stream_ext.transform_catalog)",
+				 qualified_name(viewid));
+	MemoryContextSwitchTo(old);
 }
+
+static bool
+transform_admit(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	/* a trigger another role put on its own table must not forge rows */
+	if (RelationGetRelid(trigdata->tg_relation) != entry->streamid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("trigger \"%s\" on \"%s\" cannot run continuous transform \"%s\": it reads another stream",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation),
+						get_rel_name(entry->objid))));
+	/* a transform whose owner lost a privilege no longer forwards rows */
+	return priv_invalid_reason(entry->objid) == NULL;
+}
+
+static void
+transform_prepare(SeBatchEntry *entry)
+{
+	(void) se_batch_prepare(entry, (char *) entry->kind, 0, NULL);
+}
+
+static uint64
+transform_run(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	int			rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
+
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "stream_ext: transform failed: %s", SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+static const SeBatchOps transform_ops = {
+	.name = "stream_ext.transform()",
+	.argument = "the transform",
+	.load = transform_load,
+	.admit = transform_admit,
+	.prepare = transform_prepare,
+	.run = transform_run,
+	.maintenance = true,
+	.plan_rows = 0,
+	.invalid_kind = "continuous transform",
+};
 
 /*
  * stream_ext.transform(transform) — statement-level AFTER INSERT trigger
@@ -721,102 +680,5 @@ transform_entry(Trigger *trigger)
 Datum
 stream_ext_transform(PG_FUNCTION_ARGS)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TransformEntry *entry;
-	OwnerContext octx;
-	int			rc;
-	uint64		rows;
-	uint64		written = 0;
-	char	   *missing;
-	instr_time	start;
-	instr_time	elapsed;
-	MemoryContext caller_cxt = CurrentMemoryContext;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
-		trigdata->tg_newtable == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("stream_ext.transform() must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE")));
-	rows = tuplestore_tuple_count(trigdata->tg_newtable);
-	if (rows == 0)
-		return PointerGetDatum(NULL);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	entry = transform_entry(trigdata->tg_trigger);
-	/* a trigger another role put on its own table must not forge rows */
-	if (RelationGetRelid(trigdata->tg_relation) != entry->streamid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("trigger \"%s\" on \"%s\" cannot run continuous transform \"%s\": it reads another stream",
-						trigdata->tg_trigger->tgname,
-						RelationGetRelationName(trigdata->tg_relation),
-						get_rel_name(entry->viewid))));
-	/* a transform whose owner lost a privilege no longer forwards rows */
-	if (priv_invalid_reason(entry->viewid) != NULL)
-	{
-		SPI_finish();
-		return PointerGetDatum(NULL);
-	}
-	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
-		elog(ERROR, "SPI_register_trigger_data failed");
-
-	owner_context_enter(&octx, entry->owner, entry->timezone);
-
-	if (entry->plan == NULL)
-	{
-		entry->plan = SPI_prepare(entry->sql, 0, NULL);
-		if (entry->plan == NULL)
-			elog(ERROR, "stream_ext: could not prepare transform: %s",
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(entry->plan);
-		entry->privs = priv_collect(entry->plan, entry->streamid, entry->cxt);
-	}
-
-	/* the owner must still read the rows and write the target: else invalid */
-	missing = priv_check(entry->privs, entry->owner, &entry->privs_checked);
-	if (missing != NULL)
-	{
-		owner_context_leave(&octx);
-		SPI_finish();
-		priv_mark_invalid(entry->viewid, "continuous transform", missing);
-		return PointerGetDatum(NULL);
-	}
-
-	INSTR_TIME_SET_CURRENT(start);
-	stream_ext_maintenance_depth++;
-	PG_TRY();
-	{
-		rc = SPI_execute_plan(entry->plan, NULL, NULL, false, 0);
-		if (rc != SPI_OK_INSERT)
-			elog(ERROR, "stream_ext: transform failed: %s", SPI_result_code_string(rc));
-		written = SPI_processed;
-	}
-	PG_CATCH();
-	{
-		stream_ext_maintenance_depth--;
-		se_rethrow_short_context(caller_cxt, list_make1(entry->sql),
-								 "continuous transform %s (statement in stream_ext.transform_catalog), batch of " UINT64_FORMAT " rows inserted into %s",
-								 entry->name, rows,
-								 RelationGetRelationName(trigdata->tg_relation));
-	}
-	PG_END_TRY();
-	stream_ext_maintenance_depth--;
-
-	owner_context_leave(&octx);
-	SPI_finish();
-
-	if (stats_tracking())
-	{
-		INSTR_TIME_SET_CURRENT(elapsed);
-		INSTR_TIME_SUBTRACT(elapsed, start);
-		stats_report_batch(entry->viewid, entry->streamid, rows, written,
-						   INSTR_TIME_GET_MILLISEC(elapsed), 0);
-	}
-	if (entry->notify)
-		cv_notify_batch(entry->notify, entry->viewid, rows, written);
-	return PointerGetDatum(NULL);
+	return se_batch_trigger(fcinfo, &transform_ops);
 }

@@ -33,7 +33,5 @@ extern void cv_check_view_options(CVOptions *opts);
 extern void cv_record_notify(Oid viewid, const char *channel);
 
 /* one NOTIFY for a maintained batch */
-extern void cv_notify_batch(const char *channel, Oid viewid, uint64 rows,
-							uint64 groups);
 
 #endif							/* STREAM_EXT_TRANSFORM_H */

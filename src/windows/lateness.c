@@ -68,7 +68,7 @@
 #include "utils/timestamp.h"
 
 #include "core/catalog.h"
-#include "maintain/maintain.h"
+#include "core/security.h"
 #include "windows/lateness.h"
 #include "windows/windows.h"
 
@@ -465,8 +465,7 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	Oid			types6[6];
 	Datum		vals6[6];
 	char	   *emit_sql = NULL;
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	char	   *late_sql;
 	char	   *max_sql;
 	char	   *backfill_sql;
@@ -531,7 +530,7 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	first_max = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 							  &first_max_isnull);
 
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	if (SPI_execute_with_args("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
 							  " emit_sql, output_stream)"
 							  " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
@@ -548,7 +547,7 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 							  2, wm_types, wm_values, wm_nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: recording the watermark failed");
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 
 	/* windows the backfilled rows already closed are final now */
 	if (emit_sql)
@@ -634,17 +633,16 @@ raise_max_event_time(Oid viewid, Datum ts)
 {
 	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
 	Datum		values[2] = {ObjectIdGetDatum(viewid), ts};
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
 							  " VALUES ($1::pg_catalog.regclass, $2)"
 							  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
 							  " GREATEST(w.max_event_time, excluded.max_event_time)",
 							  2, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: advancing the watermark failed");
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 /*
@@ -657,12 +655,11 @@ read_watermark(Oid viewid, bool lock, bool *isnull)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	Datum		wm = 0;
 
 	*isnull = true;
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	if (SPI_execute_with_args(psprintf("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
 									   " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
 									   " WHERE w.view = $1::pg_catalog.regclass%s",
@@ -671,7 +668,7 @@ read_watermark(Oid viewid, bool lock, bool *isnull)
 		elog(ERROR, "stream_ext: reading the watermark failed");
 	if (SPI_processed == 1)
 		wm = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 	return wm;
 }
 
@@ -752,7 +749,7 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 	LatenessInfo *info;
 	TimestampTz old;
 	bool		old_isnull;
-	OwnerContext octx;
+	SeRunAs		octx;
 	Datum		result;
 	bool		isnull;
 
@@ -769,7 +766,7 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 				 errmsg("continuous view \"%s\" has no watermark", get_rel_name(viewid)),
 				 errhint("Only views with allowed_lateness or emit = 'on_close' have one.")));
 
-	owner_context_enter(&octx, entry.owner, entry.timezone);
+	se_run_as_owner(&octx, entry.owner, entry.timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	old = lateness_begin_batch(info, &old_isnull);
@@ -778,7 +775,7 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 	if (info->emit_sql)
 		emit_closed(info, old, old_isnull);
 	SPI_finish();
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);

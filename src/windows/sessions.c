@@ -46,7 +46,7 @@
 #include "utils/timestamp.h"
 
 #include "core/catalog.h"
-#include "maintain/maintain.h"
+#include "core/security.h"
 #include "windows/sessions.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_compact_sessions);
@@ -361,8 +361,7 @@ sessions_record(Oid viewid, SessionSpec *spec, const char *compact_sql)
 {
 	Oid			argtypes[4] = {OIDOID, NAMEOID, TEXTOID, TEXTOID};
 	Datum		values[4];
-	Oid			save_userid;
-	int			save_sec;
+	SeRunAs		runas;
 	int			rc;
 
 	values[0] = ObjectIdGetDatum(viewid);
@@ -370,7 +369,7 @@ sessions_record(Oid viewid, SessionSpec *spec, const char *compact_sql)
 	values[2] = CStringGetTextDatum(DatumGetCString(DirectFunctionCall1(interval_out,
 																		IntervalPGetDatum(spec->gap))));
 	values[3] = CStringGetTextDatum(compact_sql);
-	catalog_begin_write(&save_userid, &save_sec);
+	se_run_as_catalog_owner(&runas);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	rc = SPI_execute_with_args("INSERT INTO stream_ext.session_views (view, time_column, session_gap, compact_sql)"
@@ -379,7 +378,7 @@ sessions_record(Oid viewid, SessionSpec *spec, const char *compact_sql)
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: recording session view failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
-	catalog_end_write(save_userid, save_sec);
+	se_restore(&runas);
 }
 
 static char *
@@ -419,7 +418,7 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	Oid			viewid = PG_GETARG_OID(0);
 	ViewCatalogEntry entry;
 	char	   *compact_sql;
-	OwnerContext octx;
+	SeRunAs		octx;
 	int64		removed;
 	int			rc;
 	bool		isnull;
@@ -439,11 +438,11 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	mq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry.matrelid)),
 									get_rel_name(entry.matrelid));
 
-	owner_context_enter(&octx, entry.owner, entry.timezone);
+	se_run_as_owner(&octx, entry.owner, entry.timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	stream_ext_maintenance_depth++;
+	se_maintenance_begin();
 	PG_TRY();
 	{
 		/* self-exclusive, but lets INSERT/SELECT through */
@@ -457,11 +456,11 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		stream_ext_maintenance_depth--;
+		se_maintenance_end();
 	}
 	PG_END_TRY();
 
 	SPI_finish();
-	owner_context_leave(&octx);
+	se_restore(&octx);
 	PG_RETURN_INT64(removed);
 }

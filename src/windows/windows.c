@@ -55,8 +55,8 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "core/security.h"
 #include "core/util.h"
-#include "maintain/maintain.h"
 #include "windows/windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_tumble);
@@ -887,14 +887,12 @@ window_comment_sql(CVPlan *plan, Query *query, const char *vq)
 	ListCell   *lc;
 	ListCell   *nc = list_head(plan->colnames);
 
-	int			nestlevel;
-
 	if (win == NULL || (win->kind != CV_WINDOW_HOPPING && win->kind != CV_WINDOW_SLIDING))
 		return NIL;
-	/* intervals read the same whatever the creator's settings */
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * Intervals read the same whatever the creator's settings: the caller,
+	 * ddl_create_view(), pinned them (se_pin_settings()).
+	 */
 	context = deparse_context_for(get_rel_name(plan->streamid), plan->streamid);
 	foreach(lc, query->targetList)
 	{
@@ -923,7 +921,6 @@ window_comment_sql(CVPlan *plan, Query *query, const char *vq)
 											  quote_identifier(colname),
 											  quote_literal_cstr(comment)));
 	}
-	AtEOXact_GUC(true, nestlevel);
 	return result;
 }
 
@@ -1062,7 +1059,7 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 	forthree(v, views, o, owners, s, sqls)
 	{
 		Oid			owner = lfirst_oid(o);
-		OwnerContext octx;
+		SeRunAs		octx;
 
 		if (!has_privs_of_role(GetUserId(), owner))
 		{
@@ -1072,8 +1069,8 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 						 errmsg("must be owner of view %s", get_rel_name(lfirst_oid(v)))));
 			continue;
 		}
-		owner_context_enter(&octx, owner, NULL);
-		stream_ext_maintenance_depth++;
+		se_run_as_owner(&octx, owner, NULL);
+		se_maintenance_begin();
 		PG_TRY();
 		{
 			rc = SPI_execute((char *) lfirst(s), false, 0);
@@ -1083,10 +1080,10 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 		}
 		PG_FINALLY();
 		{
-			stream_ext_maintenance_depth--;
+			se_maintenance_end();
 		}
 		PG_END_TRY();
-		owner_context_leave(&octx);
+		se_restore(&octx);
 	}
 	SPI_finish();
 	PG_RETURN_INT64(total);

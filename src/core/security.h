@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * security.h
+ *	  Who runs stream_ext's statements, with which settings, and when the
+ *	  tables only stream_ext writes are open: the one implementation of
+ *	  run-as-owner, extension-owner writes, pinned settings and the
+ *	  maintenance scope.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_SECURITY_H
+#define STREAM_EXT_SECURITY_H
+
+/* what se_restore() puts back */
+typedef struct SeRunAs
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			nestlevel;		/* GUC nest level of pinned settings, or 0 */
+} SeRunAs;
+
+/*
+ * User work (maintenance, transforms, sink payloads, TTL, expiry): as
+ * OWNER, security-restricted, with the settings se_pin_settings() pins;
+ * TIMEZONE is the one recorded for the object (NULL: leave TimeZone).
+ */
+extern void se_run_as_owner(SeRunAs *ra, Oid owner, const char *timezone);
+
+/*
+ * stream_ext's own tables (catalogs, watermarks, invalid objects): as the
+ * extension's owner, SECURITY_LOCAL_USERID_CHANGE only, for one fixed
+ * statement.
+ */
+extern void se_run_as_catalog_owner(SeRunAs *ra);
+
+/* a plain switch to ROLE (SECURITY_LOCAL_USERID_CHANGE), no settings */
+extern void se_run_as_role(SeRunAs *ra, Oid role);
+
+/* back to the caller's user and settings (an error restores them too) */
+extern void se_restore(SeRunAs *ra);
+
+/*
+ * Pin, in a new GUC nest level, the settings every generated statement and
+ * every deparsed text is made under: search_path = pg_catalog, DateStyle
+ * 'ISO, YMD', IntervalStyle 'postgres', extra_float_digits 1 and, when
+ * TIMEZONE is given, TimeZone.  Returns the nest level for
+ * se_unpin_settings().
+ */
+extern int	se_pin_settings(const char *timezone);
+extern void se_unpin_settings(int nestlevel);
+
+/*
+ * The maintenance scope: between se_maintenance_begin() and
+ * se_maintenance_end() the planner hook turns stream_ext.partial() into
+ * partial aggregates and the guard trigger lets writes to materializations
+ * and side tables through.  The caller ends the scope on error too, in
+ * the PG_CATCH (or PG_FINALLY) of a PG_TRY around the statements.
+ */
+extern void se_maintenance_begin(void);
+extern void se_maintenance_end(void);
+extern bool se_in_maintenance(void);
+
+#endif							/* STREAM_EXT_SECURITY_H */

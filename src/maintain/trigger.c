@@ -1,0 +1,325 @@
+/*-------------------------------------------------------------------------
+ *
+ * trigger.c
+ *	  The skeleton every batch trigger of stream_ext runs: continuous views
+ *	  (maintain.c), continuous transforms (transform.c) and the queue
+ *	  trigger of Kafka sinks (kafka/sink.c).
+ *
+ *	  Each is a statement-level AFTER INSERT trigger with the statement's
+ *	  rows as NEW TABLE.  se_batch_trigger() checks that protocol, skips an
+ *	  empty batch, finds the trigger's entry in a per-backend cache (hashed
+ *	  by trigger OID, dropped by relcache invalidation of the relations it
+ *	  names), connects SPI, lets the kind admit the batch, registers the
+ *	  transition table, switches to the owner (se_run_as_owner()), prepares
+ *	  the kind's plans once and keeps them, re-checks the owner's
+ *	  privileges on what they touch (privileges.c), runs them -- in the
+ *	  maintenance scope and with a short error context when the kind asks
+ *	  -- and reports stats and the NOTIFY of the batch.  The kinds differ
+ *	  through a SeBatchOps.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/async.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+
+#include "core/security.h"
+#include "core/util.h"
+#include "maintain/privileges.h"
+#include "maintain/stats.h"
+#include "maintain/trigger.h"
+
+static HTAB *batch_cache = NULL;
+
+/* the notify option: one NOTIFY per batch, JSON payload */
+static void
+batch_notify(const char *channel, Oid viewid, uint64 rows, uint64 groups)
+{
+	StringInfoData buf;
+	char	   *name = get_rel_name(viewid);
+
+	if (name == NULL)
+		return;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"view\": ");
+	escape_json(&buf, quote_qualified_identifier(get_namespace_name(get_rel_namespace(viewid)),
+												 name));
+	appendStringInfo(&buf, ", \"rows\": " UINT64_FORMAT ", \"groups\": " UINT64_FORMAT "}",
+					 rows, groups);
+	Async_Notify(channel, buf.data);
+}
+
+static void
+batch_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	SeBatchEntry *entry;
+
+	if (batch_cache == NULL)
+		return;
+	hash_seq_init(&status, batch_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (!OidIsValid(relid) || relid == entry->relids[0] ||
+			relid == entry->relids[1] || relid == entry->relids[2])
+			entry->valid = false;
+	}
+}
+
+void
+se_batch_forget_plans(SeBatchEntry *entry)
+{
+	ListCell   *lc;
+
+	foreach(lc, entry->plans)
+		SPI_freeplan(lfirst(lc));
+	entry->plans = NIL;
+	entry->statements = NIL;
+	entry->privs = NIL;
+	entry->privs_checked = 0;
+	entry->prepared = false;
+}
+
+static void
+release_entry(SeBatchEntry *entry)
+{
+	se_batch_forget_plans(entry);
+	if (entry->cxt)
+		MemoryContextDelete(entry->cxt);
+	entry->cxt = NULL;
+	entry->kind = NULL;
+	entry->valid = false;
+}
+
+static SeBatchEntry *
+batch_entry(TriggerData *trigdata, const SeBatchOps *ops)
+{
+	Trigger    *trigger = trigdata->tg_trigger;
+	SeBatchEntry *entry;
+	bool		found;
+
+	if (batch_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(SeBatchEntry);
+		batch_cache = hash_create("stream_ext batch triggers", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(batch_relcache_callback, (Datum) 0);
+	}
+	entry = hash_search(batch_cache, &trigger->tgoid, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset(((char *) entry) + sizeof(Oid), 0, sizeof(SeBatchEntry) - sizeof(Oid));
+		entry->valid = false;
+	}
+	if (entry->valid && entry->ops == ops)
+		return entry;
+
+	release_entry(entry);
+	entry->ops = ops;
+	entry->objid = InvalidOid;
+	entry->streamid = InvalidOid;
+	memset(entry->relids, 0, sizeof(entry->relids));
+	entry->owner = InvalidOid;
+	entry->timezone = NULL;
+	entry->notify = NULL;
+	entry->arrival_attnum = InvalidAttrNumber;
+	entry->error_context = NULL;
+	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext batch trigger",
+									   ALLOCSET_SMALL_SIZES);
+	ops->load(entry, trigdata);
+	entry->valid = true;
+	return entry;
+}
+
+/*
+ * Prepare one statement of the entry, keep the plan, remember its SQL for
+ * errors and what it touches for the per-batch privilege check.
+ */
+SPIPlanPtr
+se_batch_prepare(SeBatchEntry *entry, const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	MemoryContext old;
+
+	if (plan == NULL)
+		elog(ERROR, "stream_ext: could not prepare %s: %s", entry->ops->name,
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	old = MemoryContextSwitchTo(entry->cxt);
+	entry->plans = lappend(entry->plans, plan);
+	entry->statements = lappend(entry->statements, pstrdup(sql));
+	if (entry->ops->invalid_kind)
+		entry->privs = list_concat(entry->privs,
+								   priv_collect(plan, entry->streamid, entry->cxt));
+	MemoryContextSwitchTo(old);
+	return plan;
+}
+
+/* one more statement an error may come from (shortened like the plans') */
+void
+se_batch_statement(SeBatchEntry *entry, const char *sql)
+{
+	MemoryContext old = MemoryContextSwitchTo(entry->cxt);
+
+	entry->statements = lappend(entry->statements, pstrdup(sql));
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Register the batch (the trigger's transition table) for SPI.
+ *
+ * With plan_rows, not with SPI_register_trigger_data(): that gives the
+ * planner the row count of the batch at hand, and the plans are made once,
+ * on the first batch, and then kept.  When that first batch is a single row
+ * (a warm-up INSERT, a trickle before a bulk load) the planner picks a sort
+ * of the raw rows and a GroupAggregate, and every later 10,000-row batch is
+ * sorted row by row instead of being hashed into its groups.  So the
+ * planner is always told plan_rows rows, whatever the batch: the plan does
+ * not depend on which batch came first.
+ */
+static void
+register_new_rows(TriggerData *trigdata, double plan_rows)
+{
+	EphemeralNamedRelation enr;
+
+	if (plan_rows <= 0)
+	{
+		if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
+			elog(ERROR, "SPI_register_trigger_data failed");
+		return;
+	}
+	enr = palloc0(sizeof(EphemeralNamedRelationData));
+	enr->md.name = trigdata->tg_trigger->tgnewtable;
+	enr->md.reliddesc = RelationGetRelid(trigdata->tg_relation);
+	enr->md.tupdesc = NULL;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = plan_rows;
+	enr->reldata = trigdata->tg_newtable;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "SPI_register_relation failed");
+}
+
+Datum
+se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	SeBatchEntry *entry;
+	SeRunAs		runas;
+	uint64		rows;
+	uint64		written = 0;
+	char	   *missing;
+	instr_time	start;
+	instr_time	elapsed;
+	MemoryContext caller_cxt = CurrentMemoryContext;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		trigdata->tg_newtable == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE",
+						ops->name)));
+	if (trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s needs %s as its argument", ops->name, ops->argument)));
+
+	/* an empty batch changes nothing */
+	rows = tuplestore_tuple_count(trigdata->tg_newtable);
+	if (rows == 0)
+		return PointerGetDatum(NULL);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	entry = batch_entry(trigdata, ops);
+	if (ops->admit && !ops->admit(entry, trigdata))
+	{
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
+	register_new_rows(trigdata, ops->plan_rows);
+
+	se_run_as_owner(&runas, entry->owner, entry->timezone);
+
+	if (!entry->prepared)
+	{
+		ops->prepare(entry);
+		entry->prepared = true;
+	}
+
+	/* the owner must still have what the plans need: else mark it invalid */
+	if (ops->invalid_kind)
+	{
+		missing = priv_check(entry->privs, entry->owner, &entry->privs_checked);
+		if (missing != NULL)
+		{
+			se_restore(&runas);
+			SPI_finish();
+			priv_mark_invalid(entry->objid, ops->invalid_kind, missing);
+			return PointerGetDatum(NULL);
+		}
+	}
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (ops->maintenance || entry->error_context)
+	{
+		if (ops->maintenance)
+			se_maintenance_begin();
+		PG_TRY();
+		{
+			written = ops->run(entry, trigdata);
+		}
+		PG_CATCH();
+		{
+			if (ops->maintenance)
+				se_maintenance_end();
+			if (entry->error_context)
+				se_rethrow_short_context(caller_cxt, entry->statements,
+										 "%s, batch of " UINT64_FORMAT " rows inserted into %s",
+										 entry->error_context, rows,
+										 RelationGetRelationName(trigdata->tg_relation));
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		if (ops->maintenance)
+			se_maintenance_end();
+	}
+	else
+		written = ops->run(entry, trigdata);
+
+	se_restore(&runas);
+	if (ops->finish)
+		ops->finish(entry, trigdata, written);
+	SPI_finish();
+
+	if (OidIsValid(entry->objid) && stats_tracking())
+	{
+		TimestampTz max_arrival = 0;
+
+		if (entry->arrival_attnum != InvalidAttrNumber)
+			max_arrival = stats_max_timestamp(trigdata->tg_newtable,
+											  RelationGetDescr(trigdata->tg_relation),
+											  entry->arrival_attnum);
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		stats_report_batch(entry->objid, entry->streamid, rows, written,
+						   INSTR_TIME_GET_MILLISEC(elapsed), max_arrival);
+	}
+	if (entry->notify)
+		batch_notify(entry->notify, entry->objid, rows, written);
+	return PointerGetDatum(NULL);
+}

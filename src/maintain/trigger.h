@@ -1,0 +1,92 @@
+/*-------------------------------------------------------------------------
+ *
+ * trigger.h
+ *	  The one skeleton of stream_ext's batch triggers (continuous views,
+ *	  transforms, the Kafka sink's queue trigger) and their plan cache.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_TRIGGER_H
+#define STREAM_EXT_TRIGGER_H
+
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+
+typedef struct SeBatchEntry SeBatchEntry;
+
+/* what a kind of batch trigger does differently */
+typedef struct SeBatchOps
+{
+	const char *name;			/* "stream_ext.maintain()", for errors */
+	const char *argument;		/* what its one argument is, for errors */
+
+	/*
+	 * Fill a new cache entry (SPI connected, entry->cxt empty): owner,
+	 * timezone, streamid, relids, kind, ... from the catalog.
+	 */
+	void		(*load) (SeBatchEntry *entry, TriggerData *trigdata);
+
+	/*
+	 * At every batch, before the owner's context: may it run?  false skips
+	 * the batch.  May call se_batch_forget_plans().  NULL: always.
+	 */
+	bool		(*admit) (SeBatchEntry *entry, TriggerData *trigdata);
+
+	/* prepare the plans with se_batch_prepare(), as the owner, once */
+	void		(*prepare) (SeBatchEntry *entry);
+
+	/* run the batch as the owner; returns the rows written (groups) */
+	uint64		(*run) (SeBatchEntry *entry, TriggerData *trigdata);
+
+	/* after the owner's context, SPI still connected; NULL: nothing */
+	void		(*finish) (SeBatchEntry *entry, TriggerData *trigdata, uint64 written);
+
+	bool		maintenance;	/* run in the maintenance scope */
+
+	/*
+	 * > 0: tell the planner the NEW TABLE has this many rows, whatever the
+	 * batch (see trigger.c); 0: SPI_register_trigger_data().
+	 */
+	double		plan_rows;
+
+	/* priv_mark_invalid()'s kind; NULL: no per-batch privilege check */
+	const char *invalid_kind;
+} SeBatchOps;
+
+/* one trigger's entry of the per-backend cache */
+struct SeBatchEntry
+{
+	Oid			tgoid;			/* hash key: the trigger */
+	bool		valid;
+	const SeBatchOps *ops;
+
+	/* set by ops->load */
+	Oid			objid;			/* view or transform: privileges, stats,
+								 * notify; InvalidOid for none */
+	Oid			streamid;
+	Oid			relids[3];		/* relations whose change drops the entry */
+	Oid			owner;			/* the batch runs as this role */
+	char	   *timezone;		/* pinned; NULL: not pinned */
+	char	   *notify;			/* NOTIFY channel per batch, or NULL */
+	AttrNumber	arrival_attnum; /* stats: the stream's arrival_timestamp */
+	char	   *error_context;	/* CONTEXT of an error in the statements,
+								 * or NULL for PostgreSQL's own */
+	void	   *kind;			/* the kind's own state, in cxt */
+
+	/* the plan cache: se_batch_prepare() */
+	bool		prepared;
+	List	   *plans;			/* kept SPIPlanPtrs */
+	List	   *statements;		/* their SQL (and more), for errors */
+	List	   *privs;			/* what the plans touch: privileges.c */
+	uint64		privs_checked;
+	MemoryContext cxt;
+};
+
+extern Datum se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops);
+extern SPIPlanPtr se_batch_prepare(SeBatchEntry *entry, const char *sql,
+								   int nargs, Oid *argtypes);
+extern void se_batch_statement(SeBatchEntry *entry, const char *sql);
+extern void se_batch_forget_plans(SeBatchEntry *entry);
+
+#endif							/* STREAM_EXT_TRIGGER_H */
