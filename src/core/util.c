@@ -13,6 +13,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 #include "utils/lsyscache.h"
@@ -20,6 +21,7 @@
 #include "utils/syscache.h"
 
 #include "commands/trigger.h"
+#include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
 
@@ -97,6 +99,30 @@ se_create_statement_trigger(Oid relid, const char *trigname, int16 timing,
 							false, false);
 	CommandCounterIncrement();
 	return address.objectId;
+}
+
+/*
+ * The guard trigger of a materialization or a transform's table: writes
+ * only through maintenance (stream_ext_guard_materialization()).
+ */
+void
+se_create_guard_trigger(Oid relid)
+{
+	(void) se_create_statement_trigger(relid, "stream_ext_guard", TRIGGER_TYPE_BEFORE,
+									   TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE |
+									   TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE,
+									   "guard_materialization", NULL, NULL);
+}
+
+/* run one generated statement through SPI (connected); errors are ERROR */
+void
+se_run_sql(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "stream_ext: SPI_execute failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
 }
 
 /*

@@ -47,5 +47,7 @@ extern Oid	se_create_statement_trigger(Oid relid, const char *trigname,
 										int16 timing, int16 events,
 										const char *funcname, const char *arg,
 										const char *newtable);
+extern void se_create_guard_trigger(Oid relid);
+extern void se_run_sql(const char *sql);
 
 #endif							/* STREAM_EXT_UTIL_H */

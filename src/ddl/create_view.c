@@ -109,16 +109,6 @@ reject_unknown_options(List *options)
 						((DefElem *) linitial(options))->defname)));
 }
 
-static void
-run_sql(const char *sql)
-{
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "stream_ext: SPI_execute failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
-}
-
 /*
  * Fillfactor of a materialization.  A batch updates each group's row once
  * per maintenance statement (once for the states, once more per
@@ -140,16 +130,6 @@ matrel_fillfactor(CVPlan *plan)
 			updates++;
 	}
 	return Max(100 / (updates + 1), 10);
-}
-
-/* writes only through maintenance: stream_ext_guard_materialization() */
-static void
-create_guard_trigger(Oid relid)
-{
-	(void) se_create_statement_trigger(relid, "stream_ext_guard", TRIGGER_TYPE_BEFORE,
-									   TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE |
-									   TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE,
-									   "guard_materialization", NULL, NULL);
 }
 
 /* run a maintenance statement over the whole stream with a fresh snapshot */
@@ -222,7 +202,7 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 			comment = psprintf("%s, maintained incrementally", text);
 		else
 			continue;
-		run_sql(psprintf("COMMENT ON COLUMN %s.%s IS %s", vq,
+		se_run_sql(psprintf("COMMENT ON COLUMN %s.%s IS %s", vq,
 						 quote_identifier(colname), quote_literal_cstr(comment)));
 	}
 }
@@ -392,19 +372,19 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	if (session.enabled)
 	{
 		/* fragments, appended: see windows/sessions.c */
-		run_sql(psprintf("CREATE TABLE %s (%s)", mq,
+		se_run_sql(psprintf("CREATE TABLE %s (%s)", mq,
 						 sessions_matrel_columns_sql(&session, cv_matrel_columns_sql(&plan))));
-		run_sql(sessions_index_sql(&plan, mq));
+		se_run_sql(sessions_index_sql(&plan, mq));
 	}
 	else
 	{
-		run_sql(psprintf("CREATE TABLE %s (%s%s) WITH (fillfactor = %d)",
+		se_run_sql(psprintf("CREATE TABLE %s (%s%s) WITH (fillfactor = %d)",
 						 mq, cv_matrel_columns_sql(&plan),
 						 cv_matrel_hash_column_sql(&plan), matrel_fillfactor(&plan)));
-		run_sql(cv_matrel_index_sql(&plan, mq));
+		se_run_sql(cv_matrel_index_sql(&plan, mq));
 	}
 	matrelid = get_relname_relid(matrelname, nspid);
-	create_guard_trigger(matrelid);
+	se_create_guard_trigger(matrelid);
 
 	foreach(lc, plan.aggs)
 	{
@@ -417,10 +397,10 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 			continue;
 		auxname = ChooseRelationName(viewname, agg->colname, "mrel", nspid, false);
 		aq = quote_qualified_identifier(nspname, auxname);
-		run_sql(psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(&plan, agg)));
-		run_sql(cv_auxrel_index_sql(&plan, agg, aq));
+		se_run_sql(psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(&plan, agg)));
+		se_run_sql(cv_auxrel_index_sql(&plan, agg, aq));
 		auxid = get_relname_relid(auxname, nspid);
-		create_guard_trigger(auxid);
+		se_create_guard_trigger(auxid);
 		auxids = lappend_oid(auxids, auxid);
 		distinct_sql = lappend(distinct_sql,
 							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS));
@@ -428,7 +408,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 							   cv_distinct_sql(&plan, agg, mq, aq, sq));
 	}
 
-	run_sql(psprintf("CREATE VIEW %s AS %s", vq,
+	se_run_sql(psprintf("CREATE VIEW %s AS %s", vq,
 					 session.enabled ?
 					 cv_view_select_sql(&plan, matrelid,
 										sessions_view_source_sql(&session, &plan, mq)) :
@@ -492,16 +472,16 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		lateness_record(viewid, &lateness, &plan, sq, vq);
 
 	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
-	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
+	se_run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
 	comment_columns(query, &plan, vq);
 	foreach(lc, window_comment_sql(&plan, query, vq))
-		run_sql((char *) lfirst(lc));
+		se_run_sql((char *) lfirst(lc));
 	if (session.enabled)
 	{
-		run_sql(psprintf("COMMENT ON COLUMN %s.session_start IS %s", vq,
+		se_run_sql(psprintf("COMMENT ON COLUMN %s.session_start IS %s", vq,
 						 quote_literal_cstr(psprintf("session window: earliest %s of the session (session_gap %s)",
 													 session.time_column, session.gap_text))));
-		run_sql(psprintf("COMMENT ON COLUMN %s.session_end IS %s", vq,
+		se_run_sql(psprintf("COMMENT ON COLUMN %s.session_end IS %s", vq,
 						 quote_literal_cstr(psprintf("session window: latest %s of the session",
 													 session.time_column))));
 	}

@@ -123,16 +123,6 @@ cv_check_view_options(CVOptions *opts)
 				 errhint("Drop output_stream, or chain an aggregate view after a transform.")));
 }
 
-static void
-run_sql(const char *sql)
-{
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "stream_ext: SPI_execute failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
-}
-
 void
 cv_record_notify(Oid viewid, const char *channel)
 {
@@ -478,7 +468,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		 * output stream.  Reading the output stream's columns makes it depend
 		 * on them, so DROP or ALTER of the output stream needs CASCADE.
 		 */
-		run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s WHERE false",
+		se_run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s WHERE false",
 						 vq, collist.data, qualified_name(outid)));
 		viewid = get_relname_relid(name, nspid);
 	}
@@ -487,13 +477,10 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		char	   *tablename = ChooseRelationName(name, NULL, "mrel", nspid, false);
 		char	   *tq = quote_qualified_identifier(nspname, tablename);
 
-		run_sql(psprintf("CREATE TABLE %s (%s)", tq, typed.data));
+		se_run_sql(psprintf("CREATE TABLE %s (%s)", tq, typed.data));
 		tableid = get_relname_relid(tablename, nspid);
-		(void) se_create_statement_trigger(tableid, "stream_ext_guard", TRIGGER_TYPE_BEFORE,
-										   TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE |
-										   TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE,
-										   "guard_materialization", NULL, NULL);
-		run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s", vq, collist.data, tq));
+		se_create_guard_trigger(tableid);
+		se_run_sql(psprintf("CREATE VIEW %s AS SELECT %s FROM %s", vq, collist.data, tq));
 		viewid = get_relname_relid(name, nspid);
 		se_record_dependency(RelationRelationId, tableid, RelationRelationId, viewid,
 							 DEPENDENCY_INTERNAL);
@@ -570,7 +557,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		se_maintenance_end();
 	}
 
-	run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
+	se_run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
 	SPI_finish();
 	se_unpin_settings(nestlevel);
 }
