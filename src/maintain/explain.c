@@ -87,8 +87,9 @@ explain_statement(ReturnSetInfo *rsinfo, const char *sql, bool verbose,
  * stream_ext.explain(view regclass, verbose boolean DEFAULT false,
  *					  batch_rows integer DEFAULT 1000) RETURNS SETOF text
  *
- * The planner sizes the batch by BATCH_ROWS; maintenance itself plans
- * with the row count of the first batch a backend applies.
+ * The planner sizes the batch by BATCH_ROWS; maintenance itself always
+ * plans for MAINT_PLAN_ROWS (1000) rows, whatever the batch (see
+ * maintain/trigger.c), which is the default here.
  */
 Datum
 stream_ext_explain(PG_FUNCTION_ARGS)
