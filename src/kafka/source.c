@@ -160,7 +160,7 @@ opt_path(JsonbValue *v, const char *col)
 
 /* a partition number: digits only, 0 .. INT32_MAX */
 static int32
-share_partition_number(const char *s, const char *what)
+share_partition_number(const char *s, const char *what, const char *item)
 {
 	char	   *end;
 	long long	val;
@@ -171,7 +171,7 @@ share_partition_number(const char *s, const char *what)
 		val < 0 || val > PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid partition \"%s\" in option \"%s\"", s, what),
+				 errmsg("invalid partition \"%s\" in option \"%s\"", item, what),
 				 errhint("Partitions are numbers from 0, e.g. \"partitions\": \"0-3,7\" or [0, 1, 2].")));
 	return (int32) val;
 }
@@ -187,8 +187,8 @@ share_add_range(KafkaOptions *opts, const char *item)
 
 	if (dash)
 		*dash = '\0';
-	lo = share_partition_number(s, "partitions");
-	hi = dash ? share_partition_number(dash + 1, "partitions") : lo;
+	lo = share_partition_number(s, "partitions", item);
+	hi = dash ? share_partition_number(dash + 1, "partitions", item) : lo;
 	if (hi < lo)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -275,8 +275,11 @@ share_parse_start_offsets(KafkaOptions *opts, JsonbValue *v)
 	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
 	{
 		if (tok == WJB_KEY)
-			part = share_partition_number(pnstrdup(e.val.string.val, e.val.string.len),
-										  "start_offsets");
+		{
+			char	   *k = pnstrdup(e.val.string.val, e.val.string.len);
+
+			part = share_partition_number(k, "start_offsets", k);
+		}
 		else if (tok == WJB_VALUE)
 		{
 			if (opts->nstart_offsets >= KAFKA_MAX_SHARE_ITEMS)
