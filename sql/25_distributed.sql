@@ -35,6 +35,14 @@ SELECT stream_ext.create_kafka_source('bad', 'dv', 'localhost:9', 't', 'json', '
 SELECT stream_ext.create_kafka_source('bad', 'dv', 'localhost:9', 't', 'json', '{"start_offsets": {"x": 5}}');
 SELECT stream_ext.create_kafka_source('bad', 'dv', 'localhost:9', 't', 'json', '{"start_offsets": [5]}');
 SELECT count(*) FROM stream_ext.kafka_sources WHERE name = 'bad';
+-- the offsets of a source to move: only once it is stopped
+SELECT stream_ext.source_offsets('no_such_source');
+SELECT stream_ext.start_source('dv_p');
+\set VERBOSITY terse
+SELECT stream_ext.source_offsets('dv_p');   -- the detail says the state and live workers
+\set VERBOSITY default
+SELECT stream_ext.stop_source('dv_p');
+SELECT stream_ext.source_offsets('dv_a');
 
 -- ---- the combining read --------------------------------------------------
 CREATE VIEW dv_by_k WITH (continuous) AS

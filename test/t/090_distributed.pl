@@ -118,8 +118,7 @@ $nodes[2]->safe_psql('postgres', q{SELECT stream_ext.stop_source('ev_src')});
 ok( $nodes[2]->poll_query_until('postgres',
 		q{SELECT workers = 0 FROM stream_ext.source_status WHERE source = 'ev_src'}),
 	'node 2: its workers exited after stop_source');
-my $offsets = $nodes[2]->safe_psql('postgres',
-	q{SELECT jsonb_object_agg(partition, next_offset) FROM stream_ext.kafka_offsets WHERE source = 'ev_src'});
+my $offsets = $nodes[2]->safe_psql('postgres', q{SELECT stream_ext.source_offsets('ev_src')});
 my $stored2 = stored($nodes[2]);
 $nodes[2]->stop('fast');
 $broker->produce_finish(@h);

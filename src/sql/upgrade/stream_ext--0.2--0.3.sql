@@ -303,3 +303,34 @@ BEGIN
     RETURN format('%I.%I', v_schema, name)::regclass;
 END
 $$;
+
+-- source_offsets(source): the stored next offset of each partition of a
+-- stopped source whose workers have all exited, as {"partition": offset}
+-- for the start_offsets option of the source that takes its partitions
+-- over (docs/scale-out.md, "Moving partitions").  Refuses (55000) while
+-- the source runs or a worker is still alive: its last batch may still
+-- commit.  Row-level security shows only the caller's own sources.
+CREATE FUNCTION stream_ext.source_offsets(source text)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+AS $$
+DECLARE
+    st   text;
+    live int;
+BEGIN
+    SELECT s.state, s.workers INTO st, live
+      FROM stream_ext.source_status s WHERE s.source = source_offsets.source;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'Kafka source "%" does not exist', source
+            USING ERRCODE = '42704';
+    END IF;
+    IF st NOT IN ('stopped', 'failed') OR live > 0 THEN
+        RAISE EXCEPTION 'Kafka source "%" is not stopped yet', source
+            USING ERRCODE = '55000',
+                  DETAIL = format('State %s, %s live worker(s): a batch may still commit and move the offsets.', st, live),
+                  HINT = 'Call stream_ext.stop_source() and retry until its workers have exited.';
+    END IF;
+    RETURN (SELECT coalesce(pg_catalog.jsonb_object_agg(o.partition, o.next_offset ORDER BY o.partition), '{}')
+              FROM stream_ext.kafka_offsets o WHERE o.source = source_offsets.source);
+END
+$$;
