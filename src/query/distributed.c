@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -30,10 +31,8 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
-#include "access/relation.h"
 
 #include "query/analyze.h"
-#include "windows/windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_distributed_select_sql);
 
