@@ -319,6 +319,10 @@ static const KafkaIntOption kafka_int_options[] = {
 	{"source", "max_wait_ms", 1, 60000},
 	{"source", "workers", 1, KAFKA_MAX_WORKERS_PER_SOURCE},
 	{"source", "max_message_bytes", 1, MaxAllocSize - 1},
+	{"source", "node", 0, KAFKA_MAX_NODES - 1},
+	{"source", "nodes", 1, KAFKA_MAX_NODES},
+	{"source", "partitions", 0, PG_INT32_MAX},
+	{"source", "start_offsets", 0, PG_INT64_MAX},
 	{"sink", "batch_size", 1, 100000},
 	{"sink", "poll_interval_ms", 10, 60000},
 };

@@ -143,6 +143,8 @@ typedef struct KafkaIntOption
 } KafkaIntOption;
 
 #define KAFKA_MAX_WORKERS_PER_SOURCE 64
+#define KAFKA_MAX_NODES 1024			/* option "nodes" of a source */
+#define KAFKA_MAX_SHARE_ITEMS 10000	/* ranges in "partitions", entries in "start_offsets" */
 
 extern char *kafka_opt_string(JsonbValue *v, const char *key);
 extern int64 kafka_opt_int(JsonbValue *v, const KafkaKind *kind, const char *key);

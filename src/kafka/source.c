@@ -44,7 +44,8 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_partition_stats);
 	"Known options: start, start_offset, start_timestamp, batch_size, " \
 	"max_wait_ms, workers, on_error, max_message_bytes, columns, paths, " \
 	"column, key_column, partition_column, offset_column, timestamp_column, " \
-	"csv_delimiter, csv_quote, csv_escape, csv_null, kafka; keys containing " \
+	"csv_delimiter, csv_quote, csv_escape, csv_null, partitions, node, nodes, " \
+	"start_offsets, kafka; keys containing " \
 	"a dot are librdkafka properties."
 
 KafkaSourceShared *kafka_source_shared = NULL;
@@ -153,12 +154,227 @@ opt_path(JsonbValue *v, const char *col)
 	return path;
 }
 
+/* ----------------------------------------------------------------
+ * Partition shares: "partitions", "node"/"nodes", "start_offsets"
+ * ----------------------------------------------------------------
+ */
+
+/* a partition number: digits only, 0 .. INT32_MAX */
+static int32
+share_partition_number(const char *s, const char *what, const char *item)
+{
+	char	   *end;
+	long long	val;
+
+	errno = 0;
+	val = strtoll(s, &end, 10);
+	if (*s < '0' || *s > '9' || errno != 0 || end == s || *end != '\0' ||
+		val < 0 || val > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid partition \"%s\" in option \"%s\"", item, what),
+				 errhint("Partitions are numbers from 0, e.g. \"partitions\": \"0-3,7\" or [0, 1, 2].")));
+	return (int32) val;
+}
+
+/* add "N" or "N-M" to the ranges of option "partitions" */
+static void
+share_add_range(KafkaOptions *opts, const char *item)
+{
+	char	   *s = pstrdup(item);
+	char	   *dash = strchr(s, '-');
+	int32		lo,
+				hi;
+
+	if (dash)
+		*dash = '\0';
+	lo = share_partition_number(s, "partitions", item);
+	hi = dash ? share_partition_number(dash + 1, "partitions", item) : lo;
+	if (hi < lo)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid partition range \"%s\" in option \"partitions\"", item),
+				 errdetail("The range ends before it starts.")));
+	if (opts->nranges >= KAFKA_MAX_SHARE_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"partitions\" has more than %d ranges", KAFKA_MAX_SHARE_ITEMS)));
+	if (opts->range_lo == NULL)
+	{
+		opts->range_lo = palloc(sizeof(int32) * KAFKA_MAX_SHARE_ITEMS);
+		opts->range_hi = palloc(sizeof(int32) * KAFKA_MAX_SHARE_ITEMS);
+	}
+	opts->range_lo[opts->nranges] = lo;
+	opts->range_hi[opts->nranges] = hi;
+	opts->nranges++;
+}
+
+/* "partitions": "0-3,7", a number, or an array of numbers and "N-M" strings */
+static void
+share_parse_partitions(KafkaOptions *opts, JsonbValue *v)
+{
+	if (v->type == jbvString)
+	{
+		char	   *s = pnstrdup(v->val.string.val, v->val.string.len);
+		char	   *tok;
+		char	   *save;
+
+		for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		{
+			while (*tok == ' ')
+				tok++;
+			while (*tok && tok[strlen(tok) - 1] == ' ')
+				tok[strlen(tok) - 1] = '\0';
+			share_add_range(opts, tok);
+		}
+	}
+	else if (v->type == jbvNumeric)
+		share_add_range(opts, psprintf(INT64_FORMAT,
+									   kafka_opt_int(v, &kafka_source_kind, "partitions")));
+	else if (v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data))
+	{
+		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
+		JsonbValue	e;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+			if (tok == WJB_ELEM)
+			{
+				if (e.type != jbvString && e.type != jbvNumeric)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("elements of option \"partitions\" must be numbers or \"N-M\" strings")));
+				share_parse_partitions(opts, &e);
+			}
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"partitions\" must be a string such as \"0-3,7\", a number or an array")));
+	if (opts->nranges == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"partitions\" names no partition")));
+}
+
+/* "start_offsets": {"partition": offset, ...} */
+static void
+share_parse_start_offsets(KafkaOptions *opts, JsonbValue *v)
+{
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+	int32		part = 0;
+
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"start_offsets\" must be an object {\"partition\": offset}")));
+	opts->start_offset_partition = palloc(sizeof(int32) * KAFKA_MAX_SHARE_ITEMS);
+	opts->start_offset_value = palloc(sizeof(int64) * KAFKA_MAX_SHARE_ITEMS);
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			char	   *k = pnstrdup(e.val.string.val, e.val.string.len);
+
+			part = share_partition_number(k, "start_offsets", k);
+		}
+		else if (tok == WJB_VALUE)
+		{
+			if (opts->nstart_offsets >= KAFKA_MAX_SHARE_ITEMS)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"start_offsets\" has more than %d entries",
+								KAFKA_MAX_SHARE_ITEMS)));
+			opts->start_offset_partition[opts->nstart_offsets] = part;
+			opts->start_offset_value[opts->nstart_offsets] =
+				kafka_opt_int(&e, &kafka_source_kind, "start_offsets");
+			opts->nstart_offsets++;
+		}
+	}
+}
+
+/*
+ * Is partition of the topic in this source's share?  All partitions unless
+ * "partitions" or "node"/"nodes" narrow it.
+ */
+bool
+kafka_partition_in_share(const KafkaOptions *opts, int32 partition)
+{
+	int			i;
+
+	if (opts->nodes > 0)
+		return partition % opts->nodes == opts->node;
+	if (opts->nranges == 0)
+		return true;
+	for (i = 0; i < opts->nranges; i++)
+		if (partition >= opts->range_lo[i] && partition <= opts->range_hi[i])
+			return true;
+	return false;
+}
+
+/* the "start_offsets" entry of a partition, if any */
+bool
+kafka_share_start_offset(const KafkaOptions *opts, int32 partition, int64 *offset)
+{
+	int			i;
+
+	for (i = 0; i < opts->nstart_offsets; i++)
+		if (opts->start_offset_partition[i] == partition)
+		{
+			*offset = opts->start_offset_value[i];
+			return true;
+		}
+	return false;
+}
+
+/* after all options: the share's options must agree with each other */
+static void
+share_validate(KafkaOptions *opts, bool have_node)
+{
+	int			i;
+
+	if (opts->nranges > 0 && (have_node || opts->nodes > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options \"partitions\" and \"node\"/\"nodes\" cannot be combined"),
+				 errhint("Give either an explicit list of partitions or this node's number among \"nodes\".")));
+	if (have_node != (opts->nodes > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options \"node\" and \"nodes\" must be given together")));
+	if (opts->nodes > 0 && opts->node >= opts->nodes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"node\" must be less than \"nodes\" (%d)", opts->nodes),
+				 errdetail("Nodes are numbered from 0.")));
+	for (i = 0; i < opts->nstart_offsets; i++)
+	{
+		int			j;
+
+		if (!kafka_partition_in_share(opts, opts->start_offset_partition[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"start_offsets\" names partition %d, which is not in this source's share",
+							opts->start_offset_partition[i])));
+		for (j = 0; j < i; j++)
+			if (opts->start_offset_partition[j] == opts->start_offset_partition[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"start_offsets\" names partition %d twice",
+								opts->start_offset_partition[i])));
+	}
+}
+
 /* kafka_parse_options() while it walks the options */
 typedef struct SourceOptionsParse
 {
 	KafkaOptions *opts;
 	bool		have_start;
 	bool		have_escape;
+	bool		have_node;
 } SourceOptionsParse;
 
 /* one option of a source (a KafkaOptionHandler) */
@@ -281,6 +497,17 @@ source_option(const char *key, JsonbValue *v, void *arg)
 	}
 	else if (strcmp(key, "csv_null") == 0)
 		opts->csv_null = kafka_opt_string(v, key);
+	else if (strcmp(key, "partitions") == 0)
+		share_parse_partitions(opts, v);
+	else if (strcmp(key, "node") == 0)
+	{
+		opts->node = (int) kafka_opt_int(v, &kafka_source_kind, key);
+		parse->have_node = true;
+	}
+	else if (strcmp(key, "nodes") == 0)
+		opts->nodes = (int) kafka_opt_int(v, &kafka_source_kind, key);
+	else if (strcmp(key, "start_offsets") == 0)
+		share_parse_start_offsets(opts, v);
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -311,9 +538,11 @@ kafka_parse_options(Jsonb *options, KafkaOptions *opts)
 	parse.opts = opts;
 	parse.have_start = false;
 	parse.have_escape = false;
+	parse.have_node = false;
 	kafka_parse_option_object(options, source_option, &parse,
 							  &opts->kafka_keys, &opts->kafka_values);
 
+	share_validate(opts, parse.have_node);
 	if (!parse.have_escape)
 		opts->csv_escape = opts->csv_quote;
 	if (opts->csv_delimiter == opts->csv_quote)

@@ -72,10 +72,22 @@ typedef struct KafkaOptions
 	char	   *csv_null;
 	List	   *kafka_keys;		/* librdkafka property names (char *) */
 	List	   *kafka_values;	/* parallel: values (char *) */
+	/* this source's share of the topic's partitions (docs/scale-out.md) */
+	int			nranges;		/* "partitions": lo..hi ranges; 0: no list */
+	int32	   *range_lo;
+	int32	   *range_hi;
+	int			node;			/* "node" of "nodes": p mod nodes = node */
+	int			nodes;			/* 0: not given */
+	int			nstart_offsets; /* "start_offsets": {"partition": offset} */
+	int32	   *start_offset_partition;
+	int64	   *start_offset_value;
 } KafkaOptions;
 
 extern KafkaFormat kafka_parse_format(const char *format);
 extern void kafka_parse_options(Jsonb *options, KafkaOptions *opts);
+extern bool kafka_partition_in_share(const KafkaOptions *opts, int32 partition);
+extern bool kafka_share_start_offset(const KafkaOptions *opts, int32 partition,
+									 int64 *offset);
 
 /* ---- shared memory ---- */
 

@@ -414,7 +414,11 @@ resolve_start_offset(int32 partition)
 	int64_t		lo,
 				hi;
 	rd_kafka_resp_err_t err;
+	int64		given;
 
+	/* moved here from another node: where that node's last batch ended */
+	if (kafka_share_start_offset(&W.opts, partition, &given))
+		return given;
 	if (W.opts.start == KAFKA_START_OFFSET)
 		return W.opts.start_offset;
 
@@ -504,15 +508,25 @@ setup_consumer(void)
 	W.taken = palloc(sizeof(int64) * W.npartitions);
 	W.high_watermark = palloc(sizeof(int64) * W.npartitions);
 	MemoryContextSwitchTo(old);
+	/*
+	 * The source's share of the partitions (all, or its "partitions" or
+	 * "node"/"nodes"); the k-th partition of the share goes to worker k mod
+	 * workers (without a share, partition p to worker p mod workers).
+	 */
 	W.nmine = 0;
+	i = 0;
 	for (p = 0; p < W.npartitions; p++)
-		if (p % W.args.nworkers == W.args.worker)
+	{
+		if (!kafka_partition_in_share(&W.opts, p))
+			continue;
+		if (i++ % W.args.nworkers == W.args.worker)
 		{
 			W.mine[W.nmine] = p;
 			W.next_offset[W.nmine] = -1;
 			W.high_watermark[W.nmine] = -1;
 			W.nmine++;
 		}
+	}
 
 	/* stored offsets */
 	kafka_begin_xact();
@@ -572,14 +586,24 @@ setup_consumer(void)
 					W.name, W.args.worker, W.nmine, W.npartitions, W.topic)));
 }
 
-/* index in mine[] of one of my partitions, or -1 */
+/* index in mine[] (ascending) of one of my partitions, or -1 */
 static int
 mine_index(int32 partition)
 {
-	int			i = partition / W.args.nworkers;
+	int			lo = 0,
+				hi = W.nmine - 1;
 
-	if (partition >= 0 && i < W.nmine && W.mine[i] == partition)
-		return i;
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (W.mine[mid] == partition)
+			return mid;
+		if (W.mine[mid] < partition)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
 	return -1;
 }
 
