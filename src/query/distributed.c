@@ -134,7 +134,7 @@ stream_ext_distributed_select_sql(PG_FUNCTION_ARGS)
 		elog(ERROR, "unexpected definition of continuous view \"%s\"", get_rel_name(viewid));
 	query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
 	memset(&plan, 0, sizeof(plan));
-	cv_analyze(query, definition, view_column_aliases(viewid), &plan);
+	cv_analyze(query, definition, view_column_aliases(viewid), NULL, &plan);
 	if (plan.streamid != streamid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
