@@ -73,6 +73,7 @@
 #include "windows/windows.h"
 
 static void emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull);
+static void raise_max_event_time(Oid viewid, Datum ts, bool isnull);
 static Datum read_watermark(Oid viewid, bool lock, bool *isnull);
 
 static Interval *
@@ -471,9 +472,6 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	char	   *backfill_sql;
 	Datum		first_max;
 	bool		first_max_isnull;
-	Oid			wm_types[2];
-	Datum		wm_values[2];
-	char		wm_nulls[2] = {' ', ' '};
 	Node	   *where = plan->query->jointree->quals;
 	char	   *where_sql = where ? psprintf(" AND (%s)",
 											 deparse_expression(where, se_stream_context(plan), true, false)) : "";
@@ -537,15 +535,8 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 							  " $6::pg_catalog.regclass)",
 							  6, types6, vals6, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: recording allowed_lateness failed");
-	wm_types[0] = OIDOID;
-	wm_types[1] = TIMESTAMPTZOID;
-	wm_values[0] = ObjectIdGetDatum(viewid);
-	wm_values[1] = first_max;
-	wm_nulls[1] = first_max_isnull ? 'n' : ' ';
-	if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks (view, max_event_time)"
-							  " VALUES ($1::pg_catalog.regclass, $2)",
-							  2, wm_types, wm_values, wm_nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "stream_ext: recording the watermark failed");
+	/* the view's watermark row exists from now on: writers lock it */
+	raise_max_event_time(viewid, first_max, first_max_isnull);
 	SPI_finish();
 	se_restore(&runas);
 
@@ -625,14 +616,16 @@ lateness_peek_watermark(Oid viewid, bool *isnull)
 }
 
 /*
- * The view's newest event time becomes at least TS.  Runs as the catalog
- * owner, in the caller's SPI connection.
+ * The view's newest event time becomes at least TS (ISNULL: none yet, the
+ * row is still made).  Runs as the catalog owner, in the caller's SPI
+ * connection.
  */
 static void
-raise_max_event_time(Oid viewid, Datum ts)
+raise_max_event_time(Oid viewid, Datum ts, bool isnull)
 {
 	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
 	Datum		values[2] = {ObjectIdGetDatum(viewid), ts};
+	char		nulls[2] = {' ', isnull ? 'n' : ' '};
 	SeRunAs		runas;
 
 	se_run_as_catalog_owner(&runas);
@@ -640,7 +633,7 @@ raise_max_event_time(Oid viewid, Datum ts)
 							  " VALUES ($1::pg_catalog.regclass, $2)"
 							  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
 							  " GREATEST(w.max_event_time, excluded.max_event_time)",
-							  2, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+							  2, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: advancing the watermark failed");
 	se_restore(&runas);
 }
@@ -722,7 +715,7 @@ lateness_end_batch(LatenessInfo *info, TimestampTz wm, bool wm_isnull)
 		elog(ERROR, "stream_ext: reading the batch's event time failed");
 	batch_max = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
-		raise_max_event_time(info->viewid, batch_max);
+		raise_max_event_time(info->viewid, batch_max, false);
 	if (info->emit_sql)
 		emit_closed(info, wm, wm_isnull);
 }
@@ -770,7 +763,7 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	old = lateness_begin_batch(info, &old_isnull);
-	raise_max_event_time(viewid, TimestampTzGetDatum(to));
+	raise_max_event_time(viewid, TimestampTzGetDatum(to), false);
 	result = read_watermark(viewid, false, &isnull);
 	if (info->emit_sql)
 		emit_closed(info, old, old_isnull);
