@@ -344,6 +344,28 @@ append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix)
 	}
 }
 
+/*
+ * ", stream_ext.merge_states(<prefix>col, 'aggfn'::regprocedure) AS col" for
+ * every aggregate: the states of several rows of a group combined, for reads
+ * that gather partial states (session fragments, a distributed view's nodes).
+ */
+void
+append_merged_states(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		const char *col = quote_identifier(agg->colname);
+
+		appendStringInfo(buf, ", stream_ext.merge_states(%s%s, %s::pg_catalog.regprocedure) AS %s",
+						 prefix, col,
+						 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
+						 col);
+	}
+}
+
 char *
 cv_matrel_key_list(CVPlan *plan)
 {

@@ -65,6 +65,7 @@ extern void cv_name_columns(CVPlan *plan);
 /* pieces of SQL generation, shared with windows/sessions.c */
 extern char *se_type_sql(Oid type, int32 typmod, Oid collation);
 extern void append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix);
+extern void append_merged_states(StringInfo buf, CVPlan *plan, const char *prefix);
 extern List *se_stream_context(CVPlan *plan);
 extern char *interval_sql_literal(const Interval *iv);
 extern void append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx);

@@ -29,7 +29,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/regproc.h"
 #include "utils/rel.h"
 
 #include "query/analyze.h"
@@ -163,16 +162,7 @@ stream_ext_distributed_select_sql(PG_FUNCTION_ARGS)
 	/* every node's states per group, merged per aggregate */
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "(SELECT %s", plan.keyless ? "true AS " CV_SINGLE_COLUMN : cols.data);
-	foreach(lc, plan.aggs)
-	{
-		CVAgg	   *agg = lfirst(lc);
-		const char *col = quote_identifier(agg->colname);
-
-		appendStringInfo(&buf, ", stream_ext.merge_states(u.%s, %s::pg_catalog.regprocedure) AS %s",
-						 col,
-						 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
-						 col);
-	}
+	append_merged_states(&buf, &plan, "u.");
 	appendStringInfoString(&buf, " FROM (");
 	for (i = 0; i < nparts; i++)
 	{

@@ -41,7 +41,6 @@
 #include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/regproc.h"
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 
@@ -287,7 +286,6 @@ merged_sql(SessionSpec *spec, CVPlan *plan, const char *source)
 {
 	StringInfoData buf;
 	StringInfoData keys;
-	ListCell   *lc;
 
 	initStringInfo(&keys);
 	append_key_columns(&keys, plan, "f.");
@@ -297,16 +295,7 @@ merged_sql(SessionSpec *spec, CVPlan *plan, const char *source)
 	append_key_columns(&buf, plan, "f.");
 	appendStringInfoString(&buf, ", pg_catalog.min(f." SESSION_START ") AS " SESSION_START
 						   ", pg_catalog.max(f." SESSION_END ") AS " SESSION_END);
-	foreach(lc, plan->aggs)
-	{
-		CVAgg	   *agg = lfirst(lc);
-		const char *col = quote_identifier(agg->colname);
-
-		appendStringInfo(&buf, ", stream_ext.merge_states(f.%s, %s::pg_catalog.regprocedure) AS %s",
-						 col,
-						 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
-						 col);
-	}
+	append_merged_states(&buf, plan, "f.");
 	appendStringInfo(&buf,
 					 " FROM (SELECT f.*, pg_catalog.sum(f.stream_ext_brk) OVER"
 					 " (PARTITION BY %s ORDER BY f." SESSION_START ", f." SESSION_END
