@@ -22,6 +22,9 @@
  *	text	the whole payload into one column through its input function.
  *	bytea	the whole payload, uninterpreted, into one bytea column.
  *
+ * Timestamps (json, csv): ISO 8601 ones are read by time_input.c, numbers
+ * are Unix time with the option epoch_unit (field_value()).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,6 +36,7 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/jsonfuncs.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -42,6 +46,7 @@
 
 #include "core/util.h"
 #include "kafka/decode.h"
+#include "kafka/time_input.h"
 
 static int
 find_column(TupleDesc tupdesc, const char *name)
@@ -234,6 +239,13 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 		}
 	}
 
+	dec->epoch_unit_usecs = opts->epoch_unit_usecs;
+	if (opts->epoch_unit_usecs != 0 &&
+		format != KAFKA_FORMAT_JSON && format != KAFKA_FORMAT_CSV)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"epoch_unit\" applies only to formats \"json\" and \"csv\"")));
+
 	if (dec->ndata == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -303,6 +315,55 @@ static inline Datum
 input_value(KafkaColumn *col, char *str)
 {
 	return InputFunctionCall(&col->input, str, col->typioparam, col->typmod);
+}
+
+/*
+ * The value of a payload field for column col: a number (a JSON number, an
+ * unquoted CSV number) into a timestamp, timestamptz or date column is Unix
+ * time when the source has epoch_unit; ISO 8601 timestamps are read by
+ * kafka_fast_timestamp(); everything else goes through the input function.
+ */
+static Datum
+field_value(KafkaDecoder *dec, KafkaColumn *col, char *text, bool is_number)
+{
+	Timestamp	ts;
+
+	switch (col->typid)
+	{
+		case TIMESTAMPTZOID:
+		case TIMESTAMPOID:
+			if (is_number && dec->epoch_unit_usecs != 0)
+				ts = kafka_epoch_timestamp(text, dec->epoch_unit_usecs);
+			else if (!kafka_fast_timestamp(text, col->typid == TIMESTAMPTZOID, &ts))
+				break;
+			AdjustTimestampForTypmod(&ts, col->typmod);
+			return TimestampGetDatum(ts);
+		case DATEOID:
+			if (is_number && dec->epoch_unit_usecs != 0)
+				return DirectFunctionCall1(timestamp_date,
+										   TimestampGetDatum(kafka_epoch_timestamp(text,
+																				   dec->epoch_unit_usecs)));
+			break;
+		default:
+			break;
+	}
+	return input_value(col, text);
+}
+
+/* an unquoted CSV field that is a decimal number (for epoch_unit) */
+static bool
+csv_number(const char *s)
+{
+	bool		digit = false;
+
+	if (*s == '-' || *s == '+')
+		s++;
+	for (; *s >= '0' && *s <= '9'; s++)
+		digit = true;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digit = true;
+	return digit && *s == '\0';
 }
 
 /* the value for a metadata column */
@@ -413,6 +474,7 @@ typedef struct JsonPick
 	bool		root_not_object;
 	char	  **text;			/* per column: the value's text, or NULL */
 	bool	   *found;
+	bool	   *number;			/* per column: the value is a JSON number */
 } JsonPick;
 
 /* does column col's path end at the current key of depth d? */
@@ -432,7 +494,7 @@ pick_matches(JsonPick *st, KafkaColumn *col, int d)
 }
 
 static void
-pick_value(JsonPick *st, int d, char *text)
+pick_value(JsonPick *st, int d, char *text, bool number)
 {
 	for (int i = 0; i < st->dec->ncolumns; i++)
 	{
@@ -440,6 +502,7 @@ pick_value(JsonPick *st, int d, char *text)
 		{
 			st->found[i] = true;
 			st->text[i] = text;
+			st->number[i] = number;
 		}
 	}
 }
@@ -487,6 +550,7 @@ pick_container_end(JsonPick *st, bool is_array)
 
 				st->found[i] = true;
 				st->text[i] = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+				st->number[i] = false;
 			}
 		}
 	}
@@ -584,7 +648,7 @@ pick_scalar(void *state, char *token, JsonTokenType tokentype)
 	switch (tokentype)
 	{
 		case JSON_TOKEN_NULL:
-			pick_value(st, d, NULL);
+			pick_value(st, d, NULL, false);
 			break;
 		case JSON_TOKEN_NUMBER:
 			{
@@ -592,13 +656,15 @@ pick_scalar(void *state, char *token, JsonTokenType tokentype)
 
 				for (int i = 0; i < st->dec->ncolumns && !wanted; i++)
 					wanted = pick_matches(st, &st->dec->columns[i], d);
+				/* Unix time reads the number as written (errors show it) */
 				if (wanted)
-					pick_value(st, d, json_number_text(token));
+					pick_value(st, d, st->dec->epoch_unit_usecs != 0 ? token :
+							   json_number_text(token), true);
 			}
 			break;
 		default:
 			/* strings come unescaped; true and false as themselves */
-			pick_value(st, d, token);
+			pick_value(st, d, token, false);
 			break;
 	}
 }
@@ -620,6 +686,7 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 	st.starts = palloc0(sizeof(char *) * (st.maxdepth + 1));
 	st.text = palloc0(sizeof(char *) * dec->ncolumns);
 	st.found = palloc0(sizeof(bool) * dec->ncolumns);
+	st.number = palloc0(sizeof(bool) * dec->ncolumns);
 	st.lex = makeJsonLexContextCstringLen(str, (int) msg->len, GetDatabaseEncoding(), true);
 
 	sem.semstate = &st;
@@ -652,7 +719,11 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 		else
 		{
 			dec->nulls[i] = false;
-			dec->values[i] = input_value(col, st.text[i]);
+			if (st.number[i] && dec->epoch_unit_usecs != 0 &&
+				col->typid != TIMESTAMPTZOID && col->typid != TIMESTAMPOID &&
+				col->typid != DATEOID)
+				st.text[i] = json_number_text(st.text[i]);
+			dec->values[i] = field_value(dec, col, st.text[i], st.number[i]);
 		}
 	}
 }
@@ -757,7 +828,9 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 		else
 		{
 			dec->nulls[col] = false;
-			dec->values[col] = input_value(kc, pstrdup(field.data));
+			dec->values[col] = field_value(dec, kc, pstrdup(field.data),
+										   !quoted && dec->epoch_unit_usecs != 0 &&
+										   csv_number(field.data));
 		}
 		col++;
 	}

@@ -52,6 +52,7 @@ typedef struct KafkaDecoder
 	char		csv_escape;
 	char	   *csv_null;
 	int			csv_nulllen;
+	int64		epoch_unit_usecs;	/* numbers into timestamps: 0 = no */
 } KafkaDecoder;
 
 /* one message as handed to the decoder */

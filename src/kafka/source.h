@@ -70,6 +70,7 @@ typedef struct KafkaOptions
 	char		csv_quote;
 	char		csv_escape;
 	char	   *csv_null;
+	int64		epoch_unit_usecs;	/* "epoch_unit" in microseconds; 0: none */
 	List	   *kafka_keys;		/* librdkafka property names (char *) */
 	List	   *kafka_values;	/* parallel: values (char *) */
 	/* this source's share of the topic's partitions (docs/scale-out.md) */

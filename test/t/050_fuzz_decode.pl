@@ -63,9 +63,10 @@ my $csv_custom = q('{"csv_delimiter": ";", "csv_quote": "''", "csv_escape": "\\\
 my $meta = q('{"paths": {"deep": ["x", "y", "z"], "a": ["arr"]}, "key_column": "k",)
   . q( "partition_column": "part", "offset_column": "off", "timestamp_column": "mts"}');
 my $sql =
-    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta']::regclass[], "
-  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea'], "
-  . "ARRAY['{}', $meta, '{}', $csv_custom, '{\"column\": \"j\"}', '{\"column\": \"raw\", \"key_column\": \"k\"}']::jsonb[], "
+    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta', 'fz_wide', 'fz_wide']::regclass[], "
+  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea', 'json', 'csv'], "
+  . "ARRAY['{}', $meta, '{}', $csv_custom, '{\"column\": \"j\"}', '{\"column\": \"raw\", \"key_column\": \"k\"}', "
+  . "'{\"epoch_unit\": \"ms\"}', '{\"epoch_unit\": \"s\"}']::jsonb[], "
   . "'$work/artifacts', ARRAY[$arr])\n";
 note $sql;
 
