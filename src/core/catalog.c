@@ -521,6 +521,37 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 	return lookup_view(false, viewid, entry, mcxt);
 }
 
+/*
+ * The recorded definition (a SELECT) of continuous view viewid, in the
+ * caller's memory context, and its stream in *streamid; NULL if viewid is
+ * none.
+ */
+char *
+catalog_view_definition(Oid viewid, Oid *streamid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *result = NULL;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT definition, stream::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed");
+	if (SPI_processed > 0)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		bool		isnull;
+
+		*streamid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 2, &isnull));
+		if (v != NULL)
+			result = MemoryContextStrdup(cxt, v);
+	}
+	SPI_finish();
+	return result;
+}
+
 
 /*
  * Read stream_ext's catalog as it is committed now, not as the running

@@ -56,6 +56,7 @@ extern void catalog_read_latest_begin(void);
 extern void catalog_read_latest_end(void);
 extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
 								MemoryContext mcxt);
+extern char *catalog_view_definition(Oid viewid, Oid *streamid);
 /* TTL and retention (housekeeping/retention.c) */
 extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 								 const char *ttl_sql);

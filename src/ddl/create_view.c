@@ -347,7 +347,6 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 				(errcode(ERRCODE_DUPLICATE_TABLE),
 				 errmsg("relation \"%s\" already exists", viewname)));
 	nspname = get_namespace_name(nspid);
-	definition = pg_get_querydef(query, true);
 	matrelname = ChooseRelationName(viewname, NULL, "mrel", nspid, false);
 
 	/*
@@ -356,6 +355,13 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 * under the pinned settings of src/core/security.c.
 	 */
 	nestlevel = se_pin_settings(NULL);
+
+	/*
+	 * The recorded definition names everything outside pg_catalog with its
+	 * schema, so that it can be analyzed again whatever the search_path
+	 * (stream_ext.combine(), distributed views).
+	 */
+	definition = pg_get_querydef(query, true);
 
 	SPI_connect();
 

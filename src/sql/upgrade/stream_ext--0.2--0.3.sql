@@ -334,3 +334,14 @@ BEGIN
               FROM stream_ext.kafka_offsets o WHERE o.source = source_offsets.source);
 END
 $$;
+
+-- stream_ext.combine(column) at read time (query/combine.c)
+CREATE FUNCTION stream_ext.combine_unplanned(state anyelement, value anyelement)
+    RETURNS anyelement
+    AS 'MODULE_PATHNAME', 'stream_ext_combine_unplanned'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE AGGREGATE stream_ext.combine(anyelement) (
+    SFUNC = stream_ext.combine_unplanned,
+    STYPE = anyelement
+);
