@@ -522,6 +522,71 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 }
 
 /*
+ * Forget continuous view viewid: its row in view_catalog (and with it, by
+ * their foreign keys, its sessions, lateness, watermark and late rows) and
+ * in invalid_objects.  For CREATE OR REPLACE (ddl/replace_view.c), which
+ * keeps the view itself.
+ */
+void
+catalog_forget_view(Oid viewid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	SeRunAs		runas;
+
+	se_run_as_catalog_owner(&runas);
+	SPI_connect();
+	if (SPI_execute_with_args("DELETE FROM stream_ext.view_catalog WHERE view = $1",
+							  1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE ||
+		(has_catalog_table("invalid_objects") &&
+		 SPI_execute_with_args("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
+							   1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE))
+		elog(ERROR, "could not remove continuous view %u from stream_ext's catalog", viewid);
+	SPI_finish();
+	se_restore(&runas);
+}
+
+/*
+ * The tables stream_ext keeps for continuous view or transform relid: the
+ * materialization and side tables of a view, the output table of a
+ * transform.
+ */
+List *
+catalog_view_parts(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
+						   " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
+						   "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1");
+	if (has_transform_catalog())
+		appendStringInfoString(&sql,
+							   " UNION ALL SELECT output_table::pg_catalog.oid FROM stream_ext.transform_catalog"
+							   " WHERE transform = $1 AND output_table IS NOT NULL");
+	SPI_connect();
+	if (SPI_execute_with_args(sql.data, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			part = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		result = lappend_oid(result, part);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
  * The recorded definition (a SELECT) of continuous view viewid, in the
  * caller's memory context, and its stream in *streamid; NULL if viewid is
  * none.

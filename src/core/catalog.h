@@ -57,6 +57,8 @@ extern void catalog_read_latest_end(void);
 extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
 								MemoryContext mcxt);
 extern char *catalog_view_definition(Oid viewid, Oid *streamid);
+extern void catalog_forget_view(Oid viewid);
+extern List *catalog_view_parts(Oid relid);
 /* TTL and retention (housekeeping/retention.c) */
 extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 								 const char *ttl_sql);

@@ -26,6 +26,7 @@
 #include "core/security.h"
 #include "core/util.h"
 #include "ddl/create_view.h"
+#include "ddl/replace_view.h"
 #include "ddl/restore.h"
 #include "ddl/utility.h"
 #include "housekeeping/retention.h"
@@ -202,6 +203,29 @@ check_alter(Node *parsetree)
 }
 
 /*
+ * A plain CREATE OR REPLACE VIEW must not swap the query of a continuous
+ * view or transform for another: the view would no longer show what its
+ * materialization and triggers maintain.  pg_restore's own (the view's
+ * definition, over its materialization) is let through.
+ */
+static void
+check_replace_view(ViewStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->view, NoLock, true);
+
+	if (OidIsValid(relid) && OidIsValid(catalog_stream_of(relid)) &&
+		!replace_reads_own_parts(relid, stmt->query))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a continuous %s", stmt->view->relname,
+						catalog_is_transform(relid) ? "transform" : "view"),
+				 catalog_is_transform(relid) ?
+				 errhint("Drop the continuous transform and create it again.") :
+				 errhint("Use CREATE OR REPLACE VIEW %s WITH (continuous) AS ... to change its query.",
+						 stmt->view->relname)));
+}
+
+/*
  * DROP VIEW of continuous views and transforms: lock their streams first.
  *
  * Writers lock the stream, then (in the maintenance trigger) the
@@ -291,6 +315,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 				return;			/* schedule is false: not an extension statement */
 			}
 		}
+		if (stmt->replace && !ddl_replacing_view() && stream_ext_installed())
+			check_replace_view(stmt);
 	}
 	else if (IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt) ||
 			 IsA(parsetree, AlterObjectSchemaStmt))
