@@ -31,9 +31,15 @@ SELECT stream_ext.create_stream('nr_null', 'v int', retain => NULL);
 -- streams name their access method: default_table_access_method is not used
 SET default_table_access_method = stream_ext_discard;
 SELECT stream_ext.create_stream('nr_heap', 'v int');
+-- nor by the tables of views and transforms: they keep their rows
+CREATE VIEW nr_heap_sum WITH (continuous) AS SELECT v, count(*) AS n FROM nr_heap GROUP BY v;
+CREATE VIEW nr_heap_copy WITH (continuous) AS SELECT v FROM nr_heap;
+INSERT INTO nr_heap VALUES (1), (1), (2);
 RESET default_table_access_method;
 SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'nr_heap'::regclass;
-DROP TABLE nr_kept, nr_heap;
+SELECT * FROM nr_heap_sum ORDER BY v;
+SELECT * FROM nr_heap_copy ORDER BY v;
+DROP TABLE nr_kept, nr_heap CASCADE;
 
 -- ---- oracle ------------------------------------------------------------------
 SELECT stream_ext.create_stream('nr_ev', 'k int, g text, v int, ts timestamptz', retain => false);

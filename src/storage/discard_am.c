@@ -70,7 +70,7 @@ refuse(Relation rel, const char *what)
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot %s \"%s\": it stores no rows", what,
 					RelationGetRelationName(rel)),
-			 errdetail("Table \"%s\" uses access method %s (a stream created with retain => false).",
+			 errdetail("Table \"%s\" uses access method %s, as streams created with retain => false do.",
 					   RelationGetRelationName(rel), DISCARD_AM_NAME)));
 }
 
