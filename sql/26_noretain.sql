@@ -61,20 +61,18 @@ CREATE VIEW rt_by_min WITH (continuous) AS
 CREATE VIEW nr_all WITH (continuous) AS SELECT count(*) AS n, sum(v) AS s, max(ts) AS last FROM nr_ev;
 
 -- The same batch into both streams: one INSERT statement (one batch) each.
+CREATE FUNCTION nr_rows(lo int, n int) RETURNS TABLE (k int, g text, v int, ts timestamptz)
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN i % 11 = 0 THEN NULL ELSE i % 7 END,
+         CASE WHEN i % 13 = 0 THEN NULL ELSE 'g' || (i % 3) END,
+         CASE WHEN i % 5 = 0 THEN NULL ELSE (i * 37) % 101 END,
+         timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second'
+    FROM generate_series(lo, lo + n - 1) i
+$$;
 CREATE FUNCTION nr_batch(lo int, n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO nr_ev (k, g, v, ts)
-  SELECT CASE WHEN i % 11 = 0 THEN NULL ELSE i % 7 END,
-         CASE WHEN i % 13 = 0 THEN NULL ELSE 'g' || (i % 3) END,
-         CASE WHEN i % 5 = 0 THEN NULL ELSE (i * 37) % 101 END,
-         timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second'
-    FROM generate_series(lo, lo + n - 1) i;
-  INSERT INTO rt_ev (k, g, v, ts)
-  SELECT CASE WHEN i % 11 = 0 THEN NULL ELSE i % 7 END,
-         CASE WHEN i % 13 = 0 THEN NULL ELSE 'g' || (i % 3) END,
-         CASE WHEN i % 5 = 0 THEN NULL ELSE (i * 37) % 101 END,
-         timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second'
-    FROM generate_series(lo, lo + n - 1) i;
+  INSERT INTO nr_ev (k, g, v, ts) SELECT * FROM nr_rows(lo, n);
+  INSERT INTO rt_ev (k, g, v, ts) SELECT * FROM nr_rows(lo, n);
 END $$;
 SELECT nr_batch(1, 1);
 SELECT nr_batch(2, 2);
@@ -247,5 +245,6 @@ SET client_min_messages = warning;
 DROP TABLE nr_clicks, nr_ev, rt_ev, nr_clean CASCADE;
 RESET client_min_messages;
 DROP FUNCTION nr_batch(int, int);
+DROP FUNCTION nr_rows(int, int);
 DROP FUNCTION nr_row_trg();
 SELECT count(*) AS left_over FROM stream_ext.stream_catalog WHERE stream::text LIKE 'nr\_%';

@@ -126,14 +126,6 @@ discard_scan_set_tidrange(TableScanDesc scan, ItemPointer mintid,
 {
 }
 
-static bool
-discard_scan_getnextslot_tidrange(TableScanDesc scan, ScanDirection direction,
-								  TupleTableSlot *slot)
-{
-	ExecClearTuple(slot);
-	return false;
-}
-
 static IndexFetchTableData *
 discard_index_fetch_begin(Relation rel)
 {
@@ -466,7 +458,7 @@ static const TableAmRoutine discard_methods = {
 	.scan_getnextslot = discard_scan_getnextslot,
 
 	.scan_set_tidrange = discard_scan_set_tidrange,
-	.scan_getnextslot_tidrange = discard_scan_getnextslot_tidrange,
+	.scan_getnextslot_tidrange = discard_scan_getnextslot,
 
 	/* a parallel scan of no blocks (relation_size says 0) */
 	.parallelscan_estimate = table_block_parallelscan_estimate,
