@@ -157,6 +157,7 @@ SELECT stream_ext.set_retention('nr_ev', NULL);
 SELECT count(*) > 1 AS has_plan FROM stream_ext.explain('nr_by_k');
 SELECT rows_in FROM stream_ext.view_stats WHERE view = 'nr_all'::regclass;
 SELECT pg_relation_size('nr_ev') AS bytes;
+SELECT rows_inserted, rows_stored, bytes FROM stream_ext.stream_stats WHERE stream = 'nr_ev'::regclass;
 TRUNCATE nr_ev;
 VACUUM nr_ev;
 VACUUM FULL nr_ev;
