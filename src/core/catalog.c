@@ -364,13 +364,21 @@ catalog_view_owners(Oid relid)
 	return result;
 }
 
+/*
+ * A new stream; retain = false: one that stores no rows (no retention
+ * either).  Only create_stream() of 0.3 passes false, so a module newer than
+ * the installed script never names the retain column before it exists.
+ */
 void
-catalog_insert_stream(Oid relid)
+catalog_insert_stream(Oid relid, bool retain)
 {
 	SeRunAs		runas;
 
 	se_run_as_catalog_owner(&runas);
-	catalog_query_oid("INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)",
+	catalog_query_oid(retain ?
+					  "INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)" :
+					  "INSERT INTO stream_ext.stream_catalog (stream, retain, retention)"
+					  " VALUES ($1, false, NULL)",
 					  relid, true);
 	se_restore(&runas);
 }

@@ -39,7 +39,7 @@ extern void catalog_report_needs_update(const char *feature) pg_attribute_noretu
 extern void catalog_require_table(const char *name, const char *feature);
 extern char *catalog_view_in_schema(Oid nspid);
 extern List *catalog_view_owners(Oid relid);
-extern void catalog_insert_stream(Oid relid);
+extern void catalog_insert_stream(Oid relid, bool retain);
 extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 								List *aux_tables, const char *definition,
 								const char *maintain_sql, List *distinct_sql);
