@@ -805,17 +805,74 @@ catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 	SeRunAs		runas;
 	int			rc;
 
+	char		nulls[4] = {' ', ttl ? ' ' : 'n', ttl_column ? ' ' : 'n', ttl_sql ? ' ' : 'n'};
+
 	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = IntervalPGetDatum(ttl);
-	values[2] = CStringGetTextDatum(ttl_column);
-	values[3] = CStringGetTextDatum(ttl_sql);
+	values[1] = ttl ? IntervalPGetDatum(ttl) : (Datum) 0;
+	values[2] = ttl_column ? CStringGetTextDatum(ttl_column) : (Datum) 0;
+	values[3] = ttl_sql ? CStringGetTextDatum(ttl_sql) : (Datum) 0;
 	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
 							   " WHERE view = $1",
-							   4, argtypes, values, NULL, false, 0);
+							   4, argtypes, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "could not record the TTL of continuous view %u", viewid);
+	SPI_finish();
+	se_restore(&runas);
+}
+
+/* has continuous view viewid a TTL?  an allowed_lateness? */
+static bool
+view_has(Oid viewid, const char *sql)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	bool		result;
+
+	SPI_connect();
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed");
+	result = SPI_processed > 0;
+	SPI_finish();
+	return result;
+}
+
+bool
+catalog_view_has_ttl(Oid viewid)
+{
+	return view_has(viewid, "SELECT FROM stream_ext.view_catalog WHERE view = $1 AND ttl_sql IS NOT NULL");
+}
+
+bool
+catalog_view_has_lateness(Oid viewid)
+{
+	return has_catalog_table("lateness_views") &&
+		view_has(viewid, "SELECT FROM stream_ext.lateness_views WHERE view = $1");
+}
+
+/*
+ * ALTER VIEW v SET (option = value) (ddl/alter_view.c): the catalog value
+ * that maintenance reads; (Datum) 0 stores NULL.  option is ttl, notify
+ * (view_catalog) or allowed_lateness (lateness_views).
+ */
+void
+catalog_update_view_option(Oid viewid, const char *option, Oid type, Datum value)
+{
+	Oid			argtypes[2] = {OIDOID, type};
+	Datum		values[2] = {ObjectIdGetDatum(viewid), value};
+	char		nulls[2] = {' ', value == (Datum) 0 ? 'n' : ' '};
+	const char *table = strcmp(option, "allowed_lateness") == 0 ?
+		"lateness_views" : "view_catalog";
+	SeRunAs		runas;
+
+	se_run_as_catalog_owner(&runas);
+	SPI_connect();
+	if (SPI_execute_with_args(psprintf("UPDATE stream_ext.%s SET %s = $2 WHERE view = $1",
+									   table, quote_identifier(option)),
+							  2, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record option %s of continuous view %u", option, viewid);
 	SPI_finish();
 	se_restore(&runas);
 }

@@ -59,6 +59,10 @@ extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
 extern char *catalog_view_definition(Oid viewid, Oid *streamid);
 extern void catalog_forget_view(Oid viewid);
 extern List *catalog_view_parts(Oid relid);
+extern bool catalog_view_has_ttl(Oid viewid);
+extern bool catalog_view_has_lateness(Oid viewid);
+extern void catalog_update_view_option(Oid viewid, const char *option, Oid type,
+									   Datum value);
 /* TTL and retention (housekeeping/retention.c) */
 extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 								 const char *ttl_sql);

@@ -28,6 +28,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "ddl/alter_view.h"
 #include "ddl/create_view.h"
 #include "ddl/replace_view.h"
 #include "ddl/restore.h"
@@ -367,7 +368,17 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			 IsA(parsetree, AlterObjectSchemaStmt))
 	{
 		if (stream_ext_installed())
+		{
+			/* ALTER VIEW v SET (ttl = ...): ddl/alter_view.c */
+			if (IsA(parsetree, AlterTableStmt) &&
+				ddl_alter_view_options((AlterTableStmt *) parsetree))
+			{
+				if (qc)
+					SetQueryCompletion(qc, CMDTAG_ALTER_VIEW, 0);
+				return;
+			}
 			check_alter(parsetree);
+		}
 	}
 	else if (IsA(parsetree, DropStmt))
 	{
