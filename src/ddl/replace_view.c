@@ -169,42 +169,22 @@ columns_compatible(Oid viewid, const char *select_sql, char **why)
 	return ok;
 }
 
-/* the relation trigger trigoid is on */
+/*
+ * The relation a trigger (TriggerRelationId) or a rule (RewriteRelationId)
+ * is on; InvalidOid if it is gone.
+ */
 static Oid
-trigger_relid(Oid trigoid)
+owning_relid(Oid classid, Oid objid)
 {
-	Relation	rel = table_open(TriggerRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
+	Relation	rel = table_open(classid, AccessShareLock);
 	HeapTuple	tup;
 	Oid			result = InvalidOid;
 
-	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(trigoid));
-	scan = systable_beginscan(rel, TriggerOidIndexId, true, NULL, 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-		result = ((Form_pg_trigger) GETSTRUCT(tup))->tgrelid;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
-}
-
-/* the relation rule ruleoid is on */
-static Oid
-rule_relid(Oid ruleoid)
-{
-	Relation	rel = table_open(RewriteRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Oid			result = InvalidOid;
-
-	ScanKeyInit(&key, Anum_pg_rewrite_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(ruleoid));
-	scan = systable_beginscan(rel, RewriteOidIndexId, true, NULL, 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-		result = ((Form_pg_rewrite) GETSTRUCT(tup))->ev_class;
-	systable_endscan(scan);
+	tup = get_catalog_object_by_oid(rel, get_object_attnum_oid(classid), objid);
+	if (HeapTupleIsValid(tup))
+		result = classid == TriggerRelationId ?
+			((Form_pg_trigger) GETSTRUCT(tup))->tgrelid :
+			((Form_pg_rewrite) GETSTRUCT(tup))->ev_class;
 	table_close(rel, AccessShareLock);
 	return result;
 }
@@ -236,12 +216,12 @@ view_dependents(Oid viewid, List **internal, List **others)
 
 		ObjectAddressSubSet(obj, dep->classid, dep->objid, dep->objsubid);
 		if ((dep->deptype == DEPENDENCY_INTERNAL && dep->classid == TypeRelationId) ||
-			(dep->classid == RewriteRelationId && rule_relid(dep->objid) == viewid &&
+			(dep->classid == RewriteRelationId && owning_relid(RewriteRelationId, dep->objid) == viewid &&
 			 dep->deptype != DEPENDENCY_AUTO))
 			continue;			/* the view's own _RETURN rule and row type */
 		if ((dep->deptype == DEPENDENCY_INTERNAL && dep->classid == RelationRelationId) ||
 			(dep->deptype == DEPENDENCY_AUTO && dep->classid == TriggerRelationId &&
-			 trigger_relid(dep->objid) != viewid))
+			 owning_relid(TriggerRelationId, dep->objid) != viewid))
 		{
 			/* materialization, side tables, delta; triggers on the stream */
 			if (internal)
