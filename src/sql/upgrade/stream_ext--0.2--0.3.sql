@@ -334,3 +334,13 @@ BEGIN
               FROM stream_ext.kafka_offsets o WHERE o.source = source_offsets.source);
 END
 $$;
+
+-- ---- append mode: deltas and their compaction (maintain/compact.c) ----
+-- Views made by 0.2 keep upserting: their delta stays NULL.
+ALTER TABLE stream_ext.view_catalog ADD COLUMN delta regclass UNIQUE;
+ALTER TABLE stream_ext.view_catalog ADD COLUMN compact_sql text;
+
+CREATE FUNCTION stream_ext.compact(view regclass)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_compact'
+    LANGUAGE C STRICT VOLATILE;
