@@ -43,7 +43,7 @@
 PG_FUNCTION_INFO_V1(stream_ext_compact);
 
 /* stream_ext.compact_threshold: delta rows over which a writer compacts */
-static int	compact_threshold = 100000;
+static int	compact_threshold = 20000;
 
 static char *
 view_display_name(Oid viewid)
@@ -174,7 +174,7 @@ compact_init(void)
 							"Rows in a continuous view's delta over which the writing statement compacts it itself.",
 							"Backpressure for when background compaction falls behind; -1 never compacts in the writer.",
 							&compact_threshold,
-							100000,
+							20000,
 							-1, INT_MAX,
 							PGC_SUSET,
 							0,
