@@ -91,16 +91,23 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows)
 	return folded;
 }
 
+/* *cat of continuous view viewid, or an error */
+static void
+lookup_view(Oid viewid, ViewCatalogEntry *cat)
+{
+	if (!catalog_lookup_view(viewid, cat, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view",
+						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+}
+
 int64
 se_compact_view(Oid viewid, int64 max_rows)
 {
 	ViewCatalogEntry cat;
 
-	if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view",
-						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	lookup_view(viewid, &cat);
 	if (!OidIsValid(cat.deltaid) || cat.compact_sql == NULL)
 		return 0;
 	return compact_run(&cat, max_rows);
@@ -152,11 +159,7 @@ stream_ext_compact(PG_FUNCTION_ARGS)
 	Oid			viewid = PG_GETARG_OID(0);
 	ViewCatalogEntry cat;
 
-	if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view",
-						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	lookup_view(viewid, &cat);
 	if (!has_privs_of_role(GetUserId(), cat.owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -345,6 +345,16 @@ append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix)
 	}
 }
 
+/* the columns telling the groups apart: the keys, or CV_SINGLE_COLUMN */
+static void
+append_group_columns(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	if (plan->keyless)
+		appendStringInfo(buf, "%s%s", prefix, CV_SINGLE_COLUMN);
+	else
+		append_key_columns(buf, plan, prefix);
+}
+
 /*
  * ", stream_ext.merge_states(<prefix>col, 'aggfn'::regprocedure) AS col" for
  * every aggregate: the states of several rows of a group combined, for reads
@@ -376,10 +386,7 @@ cv_matrel_key_list(CVPlan *plan)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfoString(&buf, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, "");
+	append_group_columns(&buf, plan, "");
 	return buf.data;
 }
 
@@ -913,10 +920,7 @@ batch_agg_columns(CVPlan *plan, const char *prefix, bool *has_states)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfo(&buf, "%s%s", prefix, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, prefix);
+	append_group_columns(&buf, plan, prefix);
 	if (cv_matrel_hashed(plan))
 		appendStringInfo(&buf, ", %s%s", prefix, CV_KEY_HASH_COLUMN);
 	*has_states = false;
@@ -1220,14 +1224,6 @@ cv_maintain_append_sql(CVPlan *plan, const char *delta, const char *source)
 								  CV_BATCH_AGG_ALIAS));
 }
 
-/* the group key columns of a row of the materialization or delta: keys or _single */
-static List *
-merge_key_columns(CVPlan *plan, const char *prefix)
-{
-	if (plan->keyless)
-		return list_make1(psprintf("%s%s", prefix, CV_SINGLE_COLUMN));
-	return key_column_refs(plan, prefix);
-}
 
 /*
  * The expression matching the rows of one group across materialization and
@@ -1257,10 +1253,7 @@ stored_columns(CVPlan *plan, const char *prefix)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfo(&buf, "%s%s", prefix, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, prefix);
+	append_group_columns(&buf, plan, prefix);
 	foreach(lc, plan->aggs)
 		appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(((CVAgg *) lfirst(lc))->colname));
 	return buf.data;
@@ -1312,8 +1305,6 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
 	StringInfoData buf;
 	char	   *mcols = stored_columns(plan, "m.");
-	List	   *ukeys = merge_key_columns(plan, "u.");
-	ListCell   *lc;
 
 	initStringInfo(&buf);
 	/* groups without delta rows */
@@ -1326,9 +1317,7 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 
 	/* groups with delta rows: merged */
 	appendStringInfoString(&buf, " UNION ALL SELECT ");
-	foreach(lc, ukeys)
-		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&buf, plan, "u.");
 	append_merged_columns(&buf, plan, "u.");
 	appendStringInfo(&buf, " FROM (SELECT %s FROM %s d UNION ALL SELECT %s FROM %s m WHERE EXISTS (SELECT FROM %s d)",
 					 stored_columns(plan, "d."), delta, mcols, matrel, delta);
@@ -1336,9 +1325,7 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 		appendStringInfo(&buf, " AND %s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d)",
 						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
 	appendStringInfoString(&buf, ") u GROUP BY ");
-	foreach(lc, ukeys)
-		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&buf, plan, "u.");
 	appendStringInfoChar(&buf, ')');
 	return buf.data;
 }
@@ -1368,22 +1355,16 @@ char *
 cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
 	StringInfoData merged;
-	List	   *keys = merge_key_columns(plan, "d.");
-	ListCell   *lc;
 	const char *candidates = "";
 
 	initStringInfo(&merged);
 	appendStringInfoString(&merged, "(SELECT ");
-	foreach(lc, keys)
-		appendStringInfo(&merged, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&merged, plan, "d.");
 	if (cv_matrel_hashed(plan))
 		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
 	append_merged_columns(&merged, plan, "d.");
 	appendStringInfoString(&merged, " FROM d GROUP BY ");
-	foreach(lc, keys)
-		appendStringInfo(&merged, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&merged, plan, "d.");
 	if (cv_matrel_hashed(plan))
 		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
 	appendStringInfoChar(&merged, ')');
