@@ -28,6 +28,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -344,26 +345,39 @@ append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix)
 	}
 }
 
+/* the columns telling the groups apart: the keys, or CV_SINGLE_COLUMN */
+static void
+append_group_columns(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	if (plan->keyless)
+		appendStringInfo(buf, "%s%s", prefix, CV_SINGLE_COLUMN);
+	else
+		append_key_columns(buf, plan, prefix);
+}
+
 /*
  * ", stream_ext.merge_states(<prefix>col, 'aggfn'::regprocedure) AS col" for
  * every aggregate: the states of several rows of a group combined, for reads
  * that gather partial states (session fragments, a distributed view's nodes).
  */
+static void
+append_merged_state(StringInfo buf, CVAgg *agg, const char *prefix)
+{
+	const char *col = quote_identifier(agg->colname);
+
+	appendStringInfo(buf, ", stream_ext.merge_states(%s%s, %s::pg_catalog.regprocedure) AS %s",
+					 prefix, col,
+					 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
+					 col);
+}
+
 void
 append_merged_states(StringInfo buf, CVPlan *plan, const char *prefix)
 {
 	ListCell   *lc;
 
 	foreach(lc, plan->aggs)
-	{
-		CVAgg	   *agg = lfirst(lc);
-		const char *col = quote_identifier(agg->colname);
-
-		appendStringInfo(buf, ", stream_ext.merge_states(%s%s, %s::pg_catalog.regprocedure) AS %s",
-						 prefix, col,
-						 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
-						 col);
-	}
+		append_merged_state(buf, lfirst(lc), prefix);
 }
 
 char *
@@ -372,10 +386,7 @@ cv_matrel_key_list(CVPlan *plan)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfoString(&buf, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, "");
+	append_group_columns(&buf, plan, "");
 	return buf.data;
 }
 
@@ -863,6 +874,41 @@ cv_batch_agg_sql(CVPlan *plan, const char *source)
 	return buf.data;
 }
 
+static char *store_sql(CVPlan *plan, const char *matrel, const char *from_item,
+					   const char *alias, bool with_distinct);
+
+/* has the plan a count(DISTINCT)? */
+static bool
+has_distinct(CVPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		if (((CVAgg *) lfirst(lc))->is_distinct)
+			return true;
+	}
+	return false;
+}
+
+/* ", <prefix>col" for each count(DISTINCT) column */
+static char *
+distinct_columns(CVPlan *plan, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct)
+			appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(agg->colname));
+	}
+	return buf.data;
+}
+
 /*
  * The columns cv_batch_agg_sql() yields, in its order: keys, hash, states,
  * each name after prefix.
@@ -874,10 +920,7 @@ batch_agg_columns(CVPlan *plan, const char *prefix, bool *has_states)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfo(&buf, "%s%s", prefix, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, prefix);
+	append_group_columns(&buf, plan, prefix);
 	if (cv_matrel_hashed(plan))
 		appendStringInfo(&buf, ", %s%s", prefix, CV_KEY_HASH_COLUMN);
 	*has_states = false;
@@ -906,6 +949,18 @@ char *
 cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 			 const char *alias)
 {
+	return store_sql(plan, matrel, from_item, alias, false);
+}
+
+/*
+ * cv_store_sql(), and with_distinct: from_item also has the count(DISTINCT)
+ * columns (counts of values new to the group), added to the stored ones --
+ * the compaction of a delta (cv_compact_sql()).
+ */
+static char *
+store_sql(CVPlan *plan, const char *matrel, const char *from_item,
+		  const char *alias, bool with_distinct)
+{
 	StringInfoData buf;
 	ListCell   *lc;
 	bool		first;
@@ -913,11 +968,20 @@ cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 	bool		hashed = cv_matrel_hashed(plan);
 	char	   *prefix = psprintf("%s.", alias);
 	char	   *cols = batch_agg_columns(plan, "", &has_states);
+	char	   *from_cols = batch_agg_columns(plan, prefix, &has_states);
+
+	if (with_distinct && has_distinct(plan))
+	{
+		cols = psprintf("%s%s", cols, distinct_columns(plan, ""));
+		from_cols = psprintf("%s%s", from_cols, distinct_columns(plan, prefix));
+		has_states = true;
+	}
+	else
+		with_distinct = false;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "INSERT INTO %s AS m (%s) SELECT %s FROM %s AS %s",
-					 matrel, cols, batch_agg_columns(plan, prefix, &has_states),
-					 from_item, alias);
+					 matrel, cols, from_cols, from_item, alias);
 	if (!plan->keyless)
 	{
 		appendStringInfoString(&buf, " ORDER BY ");
@@ -947,15 +1011,37 @@ cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 			CVAgg	   *agg = lfirst(lc);
 			const char *col;
 
-			if (agg->is_distinct)
-				continue;
 			col = quote_identifier(agg->colname);
+			if (agg->is_distinct)
+			{
+				if (with_distinct)
+				{
+					appendStringInfo(&buf, "%s%s = m.%s OPERATOR(pg_catalog.+) excluded.%s",
+									 first ? "" : ", ", col, col, col);
+					first = false;
+				}
+				continue;
+			}
 			appendStringInfo(&buf, "%s%s = ", first ? "" : ", ", col);
 			append_combine(&buf, agg, psprintf("m.%s", col), psprintf("excluded.%s", col));
 			first = false;
 		}
 	}
 	return buf.data;
+}
+
+/*
+ * The batch's partial aggregation of source, appended to rel (a delta) or
+ * stored into it (a materialization).
+ */
+static char *
+maintain_statement(CVPlan *plan, const char *rel, const char *source, bool append)
+{
+	char	   *from_item = psprintf("(%s)", cv_batch_agg_sql(plan, source));
+
+	return psprintf("/* stream_ext maintenance */ %s",
+					append ? cv_append_sql(plan, rel, from_item, CV_BATCH_AGG_ALIAS) :
+					cv_store_sql(plan, rel, from_item, CV_BATCH_AGG_ALIAS));
 }
 
 /*
@@ -967,20 +1053,21 @@ cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 char *
 cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 {
-	return psprintf("/* stream_ext maintenance */ %s",
-					cv_store_sql(plan, matrel,
-								 psprintf("(%s)", cv_batch_agg_sql(plan, source)),
-								 CV_BATCH_AGG_ALIAS));
+	return maintain_statement(plan, matrel, source, false);
 }
 
 /*
  * The per-batch statement of one count(DISTINCT x): record the batch's
- * values not seen before in the group, and add their number to the count.
- * Runs after cv_maintain_sql, which already locked every group's row.
+ * values not seen before in the group, and add their number to the count:
+ * in the materialization (delta NULL), after cv_maintain_sql, which
+ * already locked every group's row; or, for a view that appends, as a row
+ * of the delta holding only that count (the side table's unique index on
+ * (keys, value) alone makes concurrent batches count a value once: the
+ * second inserter waits for the first and then finds the conflict).
  */
 char *
 cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
-				const char *auxrel, const char *source)
+				const char *auxrel, const char *source, const char *delta)
 {
 	StringInfoData buf;
 	List	   *ctx = se_stream_context(plan);
@@ -1064,7 +1151,7 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	else
 		append_key_columns(&buf, plan, "");
 	appendStringInfo(&buf, ") INSERT INTO %s AS m (%s%s, %s) SELECT ",
-					 matrel, cv_matrel_key_list(plan),
+					 delta ? delta : matrel, cv_matrel_key_list(plan),
 					 hashed ? ", " CV_KEY_HASH_COLUMN : "", col);
 	if (plan->keyless)
 		appendStringInfoString(&buf, "true, pg_catalog.count(*) FROM new_values HAVING pg_catalog.count(*) > 0");
@@ -1078,8 +1165,12 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 		}
 		appendStringInfoString(&buf, ", pg_catalog.count(*) FROM new_values");
 		append_positions(&buf, "GROUP BY", nkeys);
-		append_positions(&buf, "ORDER BY", nkeys);
+		if (delta == NULL)
+			append_positions(&buf, "ORDER BY", nkeys);
 	}
+	/* append mode: the group's count of new values, added when read */
+	if (delta != NULL)
+		return buf.data;
 	appendStringInfo(&buf, " ON CONFLICT (%s) DO UPDATE SET ", matrel_conflict_target(plan));
 	if (hashed)
 	{
@@ -1088,6 +1179,245 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	}
 	appendStringInfo(&buf, "%s = m.%s OPERATOR(pg_catalog.+) excluded.%s", col, col, col);
 	return buf.data;
+}
+
+/* ---- append mode: the delta ------------------------------------------- */
+
+/*
+ * Does a view of this plan append its batches to a delta (see "Append mode"
+ * in docs/internals.md)?  Not when a count(DISTINCT) side table is
+ * hashed: its batches rely on the upsert locking each group's row before
+ * they look for values already seen; nor when a key's type has no
+ * extended hash function (reads match groups by their hash).
+ * Session windows keep their own fragments (windows/sessions.c) and never
+ * ask.
+ */
+bool
+cv_appends(CVPlan *plan)
+{
+	ListCell   *lc;
+
+	if (any_auxrel_hashed(plan) || !key_hash_installed())
+		return false;
+	foreach(lc, plan->keys)
+	{
+		if (!OidIsValid(key_hash_func(((CVKey *) lfirst(lc))->type)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The append of a batch's partial aggregation: the rows of from_item (with
+ * cv_batch_agg_sql()'s columns), read under alias, added to the delta as
+ * they are -- no lookup, no lock on any group.  Column references are
+ * qualified, as in cv_store_sql().
+ */
+char *
+cv_append_sql(CVPlan *plan, const char *delta, const char *from_item,
+			  const char *alias)
+{
+	bool		has_states;
+
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s AS %s", delta,
+					batch_agg_columns(plan, "", &has_states),
+					batch_agg_columns(plan, psprintf("%s.", alias), &has_states),
+					from_item, alias);
+}
+
+/* the per-batch statement of a view that appends: cv_maintain_sql()'s twin */
+char *
+cv_maintain_append_sql(CVPlan *plan, const char *delta, const char *source)
+{
+	return maintain_statement(plan, delta, source, true);
+}
+
+
+/*
+ * The expression matching the rows of one group across materialization and
+ * delta in reads, after prefix: the stored hash of wide keys, else the hash
+ * of the keys computed when read.  A hash is never NULL, so one hashable
+ * int8 equality matches groups with NULL keys too; rows of different groups
+ * with the same hash are told apart by the GROUP BY of their merge.
+ */
+static char *
+group_hash(CVPlan *plan, const char *prefix)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	if (cv_matrel_hashed(plan))
+		appendStringInfo(&buf, "%s%s", prefix, CV_KEY_HASH_COLUMN);
+	else
+		append_key_hash(&buf, key_column_refs(plan, prefix));
+	return buf.data;
+}
+
+/*
+ * The index of a materialization that appends on its group hash, or NULL
+ * when the hash is stored (wide keys: the unique index is on it) or the
+ * view has no keys: reads find a delta group's materialization row through
+ * it.  Only compaction writes the materialization, and keys never change,
+ * so it costs no writer anything and compaction's updates stay HOT.
+ */
+char *
+cv_group_hash_index_sql(CVPlan *plan, const char *matrel)
+{
+	if (plan->keyless || cv_matrel_hashed(plan))
+		return NULL;
+	return psprintf("CREATE INDEX ON %s ((%s))", matrel, group_hash(plan, ""));
+}
+
+/* the columns the view reads (keys or _single, every aggregate's), after prefix */
+static char *
+stored_columns(CVPlan *plan, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	append_group_columns(&buf, plan, prefix);
+	foreach(lc, plan->aggs)
+		appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(((CVAgg *) lfirst(lc))->colname));
+	return buf.data;
+}
+
+/*
+ * ", merged AS col" for every aggregate over the rows of a group: states
+ * by stream_ext.merge_states(), count(DISTINCT) counts of new values summed
+ */
+static void
+append_merged_columns(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		const char *col = quote_identifier(agg->colname);
+
+		if (agg->is_distinct)
+			appendStringInfo(buf, ", pg_catalog.sum(%s%s)::pg_catalog.int8 AS %s",
+							 prefix, col, col);
+		else
+			append_merged_state(buf, agg, prefix);
+	}
+}
+
+/*
+ * The rows the view reads, one per group, with the materialization's column
+ * names: materialization (+) delta.
+ *
+ * - A materialization row whose group hash (group_hash()) no delta row has
+ *	 is read as it is: NOT (hash = ANY (SELECT hash FROM delta)), which
+ *	 PostgreSQL makes a hashed subplan whatever its estimate of the delta
+ *	 (an anti-join over an empty-looking delta could rescan it per row), and
+ *	 which answers without evaluating the row's hash while the delta is
+ *	 empty.  A filter on a key stays an index scan of the materialization.
+ * - The others, and the delta's rows, are merged per group: GROUP BY the
+ *	 keys (NULL keys equal), states by merge_states(), counts of
+ *	 count(DISTINCT) summed.  Gated by "the delta is not empty".
+ *
+ * Every correlated part is a hashed subplan or a join: a per-row subplan
+ * would be costed for every row, and its cost alone would make PostgreSQL
+ * JIT-compile a plain full read.  One statement, one snapshot: a batch or a
+ * compaction is seen whole or not at all.
+ */
+char *
+cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
+{
+	StringInfoData buf;
+	char	   *mcols = stored_columns(plan, "m.");
+
+	initStringInfo(&buf);
+	/* groups without delta rows */
+	appendStringInfo(&buf, "(SELECT %s FROM %s m WHERE ", mcols, matrel);
+	if (plan->keyless)
+		appendStringInfo(&buf, "NOT EXISTS (SELECT FROM %s d)", delta);
+	else
+		appendStringInfo(&buf, "NOT (%s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d))",
+						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
+
+	/* groups with delta rows: merged */
+	appendStringInfoString(&buf, " UNION ALL SELECT ");
+	append_group_columns(&buf, plan, "u.");
+	append_merged_columns(&buf, plan, "u.");
+	appendStringInfo(&buf, " FROM (SELECT %s FROM %s d UNION ALL SELECT %s FROM %s m WHERE EXISTS (SELECT FROM %s d)",
+					 stored_columns(plan, "d."), delta, mcols, matrel, delta);
+	if (!plan->keyless)
+		appendStringInfo(&buf, " AND %s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d)",
+						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
+	appendStringInfoString(&buf, ") u GROUP BY ");
+	append_group_columns(&buf, plan, "u.");
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * The materialization's rows and the delta's, not merged: for reads that
+ * merge per group anyway (hopping and sliding windows).
+ */
+char *
+cv_union_source_sql(CVPlan *plan, const char *matrel, const char *delta)
+{
+	return psprintf("(SELECT %s FROM %s m UNION ALL SELECT %s FROM %s d)",
+					stored_columns(plan, "m."), matrel, stored_columns(plan, "d."), delta);
+}
+
+/*
+ * The compaction of a delta: delete up to $1 (bigint; NULL: all) of its
+ * rows that no other compaction holds, merge them per group and store the
+ * result into the materialization (the upsert of cv_store_sql(), in key
+ * order), in one statement -- the rows leave the delta and reach the
+ * materialization in the same transaction, so a reader sees either.
+ * Yields (delta rows folded, groups stored).  Writers only insert into the
+ * delta, so nothing here waits for them; concurrent compactions skip each
+ * other's rows and lock groups in the same order.
+ */
+char *
+cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
+{
+	StringInfoData merged;
+	const char *candidates = "";
+
+	initStringInfo(&merged);
+	appendStringInfoString(&merged, "(SELECT ");
+	append_group_columns(&merged, plan, "d.");
+	if (cv_matrel_hashed(plan))
+		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
+	append_merged_columns(&merged, plan, "d.");
+	appendStringInfoString(&merged, " FROM d GROUP BY ");
+	append_group_columns(&merged, plan, "d.");
+	if (cv_matrel_hashed(plan))
+		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
+	appendStringInfoChar(&merged, ')');
+
+	if (cv_matrel_hashed(plan))
+	{
+		/*
+		 * Wide keys: a group whose key hash another group has, in the
+		 * materialization or in the delta, stays in the delta, where reads
+		 * still merge it by its keys: the materialization's unique index on
+		 * the hash holds one of them only, and a compaction must not fail.
+		 */
+		StringInfoData w;
+
+		initStringInfo(&w);
+		appendStringInfo(&w, " WHERE NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT ",
+						 matrel, CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN);
+		append_rows_equal(&w, key_column_refs(plan, "m."), key_column_refs(plan, "x."));
+		appendStringInfo(&w, ") AND NOT (x.%s OPERATOR(pg_catalog.=) ANY (SELECT y.%s FROM %s y GROUP BY y.%s HAVING pg_catalog.count(DISTINCT ROW(",
+						 CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN, delta, CV_KEY_HASH_COLUMN);
+		append_key_columns(&w, plan, "y.");
+		appendStringInfoString(&w, ")) OPERATOR(pg_catalog.>) 1))");
+		candidates = w.data;
+	}
+	return psprintf("/* stream_ext compaction */ WITH d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"SELECT x.ctid FROM %s x%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)) RETURNING *),"
+					" s AS (%s RETURNING 1)"
+					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s)",
+					delta, delta, candidates,
+					store_sql(plan, matrel, merged.data, "c", true));
 }
 
 /* ---- the user-facing view ---------------------------------------------- */

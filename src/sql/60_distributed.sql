@@ -8,8 +8,9 @@ LANGUAGE C STABLE STRICT;
 
 -- create_distributed_view(name, view, servers): a foreign table per server on
 -- that node's materialization of VIEW (same schema and name as the local
--- one), and the view NAME that merges their states per group and finalizes
--- them as VIEW does.  Runs as the caller (SECURITY INVOKER): the caller
+-- one) and, when VIEW appends (view_catalog.delta), one on that node's
+-- delta, and the view NAME that merges their states per group and
+-- finalizes them as VIEW does.  Runs as the caller (SECURITY INVOKER): the caller
 -- needs USAGE on every foreign server and CREATE in the schema.
 CREATE FUNCTION stream_ext.create_distributed_view(name text, view regclass, servers text[])
 RETURNS regclass
@@ -19,6 +20,8 @@ DECLARE
     v_schema  text;
     m_schema  text;
     m_name    text;
+    d_name    text;
+    tbl       text;
     cols      text;
     parts     regclass[] := '{}';
     part      text;
@@ -33,10 +36,11 @@ BEGIN
         RAISE EXCEPTION 'a distributed view needs at least one server'
             USING ERRCODE = '22023';
     END IF;
-    SELECT n.nspname, c.relname, vn.nspname
-      INTO m_schema, m_name, v_schema
+    SELECT n.nspname, c.relname, vn.nspname, dc.relname
+      INTO m_schema, m_name, v_schema, d_name
       FROM stream_ext.view_catalog vc
       JOIN pg_class c ON c.oid = vc.matrel
+      LEFT JOIN pg_class dc ON dc.oid = vc.delta
       JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_class vcl ON vcl.oid = vc.view
       JOIN pg_namespace vn ON vn.oid = vcl.relnamespace
@@ -60,12 +64,19 @@ BEGIN
                 USING ERRCODE = '42704',
                       HINT = 'CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping, for every node.';
         END IF;
-        part := format('%s_node%s', name, i);
-        EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                       v_schema, part, cols, srv, m_schema, m_name);
-        EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
-                       format('states of %s on server %s, part of distributed view %s', view, srv, name));
-        parts := parts || format('%I.%I', v_schema, part)::regclass;
+        -- the node's materialization and, when VIEW appends, its delta (the
+        -- node's batches not yet compacted: more states to merge; postgres_fdw
+        -- reads both in one remote transaction, one snapshot)
+        FOREACH tbl IN ARRAY ARRAY[m_name, d_name] LOOP
+            CONTINUE WHEN tbl IS NULL;
+            part := format('%s_node%s', name, i) || CASE WHEN tbl = d_name THEN '_delta' ELSE '' END;
+            EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                           v_schema, part, cols, srv, m_schema, tbl);
+            EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
+                           format('%s of %s on server %s, part of distributed view %s',
+                                  CASE WHEN tbl = d_name THEN 'delta' ELSE 'states' END, view, srv, name));
+            parts := parts || format('%I.%I', v_schema, part)::regclass;
+        END LOOP;
     END LOOP;
     EXECUTE format('CREATE VIEW %I.%I AS %s', v_schema, name,
                    stream_ext.distributed_select_sql(view, parts));
