@@ -23,6 +23,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
@@ -111,10 +112,14 @@ ddl_alter_view_options(AlterTableStmt *stmt)
 	ListCell   *lc;
 	bool		ours = false;
 	bool		theirs = false;
-	ViewCatalogEntry entry;
 
+	/*
+	 * Only views: ALTER EXTENSION UPDATE alters stream_ext's own tables
+	 * while its catalog is between versions.
+	 */
 	viewid = RangeVarGetRelid(stmt->relation, NoLock, true);
-	if (!OidIsValid(viewid) || !catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
+	if (!OidIsValid(viewid) || get_rel_relkind(viewid) != RELKIND_VIEW ||
+		!OidIsValid(catalog_stream_of(viewid)) || catalog_is_transform(viewid))
 		return false;
 
 	foreach(lc, stmt->cmds)

@@ -651,16 +651,8 @@ pick_scalar(void *state, char *token, JsonTokenType tokentype)
 			pick_value(st, d, NULL, false);
 			break;
 		case JSON_TOKEN_NUMBER:
-			{
-				bool		wanted = false;
-
-				for (int i = 0; i < st->dec->ncolumns && !wanted; i++)
-					wanted = pick_matches(st, &st->dec->columns[i], d);
-				/* Unix time reads the number as written (errors show it) */
-				if (wanted)
-					pick_value(st, d, st->dec->epoch_unit_usecs != 0 ? token :
-							   json_number_text(token), true);
-			}
+			/* as written: only the value a column keeps is converted */
+			pick_value(st, d, token, true);
 			break;
 		default:
 			/* strings come unescaped; true and false as themselves */
@@ -719,9 +711,11 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 		else
 		{
 			dec->nulls[i] = false;
-			if (st.number[i] && dec->epoch_unit_usecs != 0 &&
-				col->typid != TIMESTAMPTZOID && col->typid != TIMESTAMPOID &&
-				col->typid != DATEOID)
+			/* Unix time reads the number as written (errors show it) */
+			if (st.number[i] &&
+				!(dec->epoch_unit_usecs != 0 &&
+				  (col->typid == TIMESTAMPTZOID || col->typid == TIMESTAMPOID ||
+				   col->typid == DATEOID)))
 				st.text[i] = json_number_text(st.text[i]);
 			dec->values[i] = field_value(dec, col, st.text[i], st.number[i]);
 		}
