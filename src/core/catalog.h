@@ -25,6 +25,8 @@ typedef struct ViewCatalogEntry
 	char	   *expire_sql;		/* sliding window: deletes expired buckets */
 	int64		expire_every_us;	/* sliding window: its step */
 	char	   *notify;			/* NOTIFY channel per batch, or NULL */
+	char	   *query_sql;		/* the view's query, schema-qualified; NULL
+								 * before 0.3 */
 } ViewCatalogEntry;
 
 /* is the extension installed in this database? */
@@ -51,6 +53,8 @@ extern void catalog_set_window(Oid viewid, const char *kind,
 extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);
+extern void catalog_set_view_query(Oid viewid, const char *query_sql);
+extern List *catalog_views_of_stream(Oid streamid, MemoryContext mcxt);
 extern Oid	catalog_stream_of(Oid relid);
 extern void catalog_read_latest_begin(void);
 extern void catalog_read_latest_end(void);

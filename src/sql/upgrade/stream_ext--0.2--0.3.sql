@@ -334,3 +334,12 @@ BEGIN
               FROM stream_ext.kafka_offsets o WHERE o.source = source_offsets.source);
 END
 $$;
+
+-- Shared maintenance (issue #16): one trigger per stream for all its
+-- continuous views.  Views created before 0.3 keep their own
+-- stream_ext.maintain(materialization) trigger, which keeps working; the
+-- stream's new trigger leaves them to it (docs/upgrades.md).
+CREATE FUNCTION stream_ext.maintain_views() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_maintain_views'
+    LANGUAGE C;
+ALTER TABLE stream_ext.view_catalog ADD COLUMN query_sql text;
