@@ -120,8 +120,9 @@ SELECT count(*) FILTER (WHERE line LIKE 'Shared%') AS shared FROM stream_ext.exp
 SELECT count(*) FILTER (WHERE line LIKE 'Shared%') AS shared FROM stream_ext.explain('sh.v_late') AS line;
 SELECT line FROM stream_ext.explain('sh.v_c') AS line WHERE line LIKE 'Shared%';
 
--- per-view stats from the shared statement: every view saw every batch
-SELECT view, rows_in, batches, groups > 0 AS has_groups
+-- per-view stats from the shared statement: every view saw every batch,
+-- and the groups each batch wrote into it
+SELECT view, rows_in, batches, groups_updated
   FROM stream_ext.view_stats WHERE view::text LIKE 'sh.%' ORDER BY view::text;
 
 -- CREATE VIEW between batches: it joins the group at the next batch

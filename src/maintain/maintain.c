@@ -55,6 +55,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "maintain/compact.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
@@ -452,6 +453,7 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 	}
 	if (view->lateness)
 		lateness_end_batch(view->lateness, wm, wm_isnull);
+	compact_after_batch(&view->cat);
 	window_expire_opportunistic(&view->cat, &view->next_expiry);
 	return groups;
 }
@@ -628,6 +630,7 @@ group_run(SeBatchEntry *entry, TriggerData *trigdata)
 		}
 		foreach(lp, group->distinct_plans[i])
 			run_insert(lfirst(lp), NULL);
+		compact_after_batch(&view->cat);
 		window_expire_opportunistic(&view->cat, &view->next_expiry);
 		total += group->groups[i];
 	}
@@ -693,6 +696,14 @@ static const SeBatchOps group_ops = {
  */
 static char *share_key(MaintView *view, CVPlan *plan);
 
+/* relation relid, schema-qualified */
+static char *
+rel_qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
 static CVPlan *
 share_plan(MaintView *view, MemoryContext cxt, char **key)
 {
@@ -726,10 +737,13 @@ share_plan(MaintView *view, MemoryContext cxt, char **key)
 			cv_analyze(query, view->cat.query_sql,
 					   cv_view_column_aliases(view->cat.viewid), hop, plan);
 			window_apply_options(plan, NIL, false);
-			mq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(view->cat.matrelid)),
-											get_rel_name(view->cat.matrelid));
+			mq = rel_qualified_name(view->cat.matrelid);
 			if (plan->streamid == view->cat.streamid &&
-				strcmp(cv_maintain_sql(plan, mq, CV_NEW_ROWS), view->cat.maintain_sql) == 0)
+				strcmp(OidIsValid(view->cat.deltaid) ?
+					   cv_maintain_append_sql(plan, rel_qualified_name(view->cat.deltaid),
+											  CV_NEW_ROWS) :
+					   cv_maintain_sql(plan, mq, CV_NEW_ROWS),
+					   view->cat.maintain_sql) == 0)
 			{
 				result = plan;
 				*key = share_key(view, plan);
@@ -889,8 +903,6 @@ group_views(Oid streamid, List *own, MemoryContext cxt, List **plans, List **rel
 	return groups;
 }
 
-static List *matrel_names(List *views);
-
 /*
  * The statement of a group of views (MaintView) and their plans, generated
  * under the settings pinned for them (as their own statements were).
@@ -899,28 +911,22 @@ static char *
 group_statement(List *views, List *plans)
 {
 	int			nestlevel = se_pin_settings(((MaintView *) linitial(views))->cat.timezone);
-	char	   *sql = cv_shared_maintain_sql(plans, matrel_names(views));
-
-	se_unpin_settings(nestlevel);
-	return sql;
-}
-
-/* the materializations of views, schema-qualified */
-static List *
-matrel_names(List *views)
-{
-	List	   *result = NIL;
+	List	   *matrels = NIL;
+	List	   *deltas = NIL;
 	ListCell   *lc;
+	char	   *sql;
 
 	foreach(lc, views)
 	{
-		Oid			matrelid = ((MaintView *) lfirst(lc))->cat.matrelid;
+		ViewCatalogEntry *cat = &((MaintView *) lfirst(lc))->cat;
 
-		result = lappend(result,
-						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(matrelid)),
-													get_rel_name(matrelid)));
+		matrels = lappend(matrels, rel_qualified_name(cat->matrelid));
+		deltas = lappend(deltas, OidIsValid(cat->deltaid) ?
+						 rel_qualified_name(cat->deltaid) : NULL);
 	}
-	return result;
+	sql = cv_shared_maintain_sql(plans, matrels, deltas);
+	se_unpin_settings(nestlevel);
+	return sql;
 }
 
 /*

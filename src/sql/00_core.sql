@@ -43,6 +43,12 @@ CREATE TABLE stream_ext.view_catalog (
     ttl_sql      text,
     -- WITH (notify = 'channel'): NOTIFYed once per batch (maintain/transform.c)
     notify       text,
+    -- append mode (docs/internals.md): the table batches append their
+    -- partial states to, and the statement folding it into matrel; NULL
+    -- when the view upserts into matrel (views made by 0.2, and shapes
+    -- that need the upsert's group lock)
+    delta        regclass UNIQUE,
+    compact_sql  text,
     -- the view's query with every name schema-qualified: analyzed again by
     -- maintenance to share one aggregation of a batch among views
     -- (maintain/maintain.c); NULL for views made before 0.3

@@ -335,6 +335,16 @@ BEGIN
 END
 $$;
 
+-- ---- append mode: deltas and their compaction (maintain/compact.c) ----
+-- Views made by 0.2 keep upserting: their delta stays NULL.
+ALTER TABLE stream_ext.view_catalog ADD COLUMN delta regclass UNIQUE;
+ALTER TABLE stream_ext.view_catalog ADD COLUMN compact_sql text;
+
+CREATE FUNCTION stream_ext.compact(view regclass)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_compact'
+    LANGUAGE C STRICT VOLATILE;
+
 -- Shared maintenance (issue #16): one trigger per stream for all its
 -- continuous views.  Views created before 0.3 keep their own
 -- stream_ext.maintain(materialization) trigger, which keeps working; the
