@@ -22,7 +22,9 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -38,6 +40,8 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -526,6 +530,48 @@ stream_ext_reset_stats(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static char *
+qualified_rel(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/*
+ * The columns of the materialization's unique index (the group keys, or
+ * the hash of wide keys), as a select list: what tells its groups apart.
+ */
+static char *
+group_columns(Oid matrelid)
+{
+	Relation	rel = table_open(matrelid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index index;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		index = (Form_pg_index) GETSTRUCT(tup);
+		if (index->indisunique && buf.len == 0)
+		{
+			for (int i = 0; i < index->indnkeyatts; i++)
+				appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "",
+								 quote_identifier(get_attname(matrelid, index->indkey.values[i], false)));
+		}
+		ReleaseSysCache(tup);
+	}
+	table_close(rel, AccessShareLock);
+	if (buf.len == 0)
+		elog(ERROR, "materialization %s has no unique index", get_rel_name(matrelid));
+	return buf.data;
+}
+
 /*
  * stream_ext.view_groups(view regclass) -- the number of groups a
  * continuous view holds now (rows of its materialization), or NULL when the
@@ -551,9 +597,16 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM %s",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(entry.matrelid)),
-												get_rel_name(entry.matrelid)));
+	if (OidIsValid(entry.deltaid))
+	{
+		/* materialization (+) delta: each group counted once */
+		char	   *keys = group_columns(entry.matrelid);
+
+		appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM (SELECT %s FROM %s UNION SELECT %s FROM %s) g",
+						 keys, qualified_rel(entry.matrelid), keys, qualified_rel(entry.deltaid));
+	}
+	else
+		appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM %s", qualified_rel(entry.matrelid));
 	se_run_as_owner(&runas, entry.owner, entry.timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -1313,11 +1313,12 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 
 /*
  * Does a view of this plan append its batches to a delta (see "Append mode"
- * in docs/internals.md)?  Not when a count(DISTINCT) side table is hashed:
- * its batches rely on the upsert locking each group's row before they look
- * for values already seen; nor when a key's type cannot be matched by a
- * hashable equality of pg_catalog (key_type_mergeable()).  Session windows
- * keep their own fragments (windows/sessions.c) and never ask.
+ * in docs/internals.md)?  Not when a count(DISTINCT) side table is
+ * hashed: its batches rely on the upsert locking each group's row before
+ * they look for values already seen; nor when a key's type cannot be
+ * matched by a hashable equality of pg_catalog (key_type_mergeable()).
+ * Session windows keep their own fragments (windows/sessions.c) and never
+ * ask.
  */
 bool
 cv_appends(CVPlan *plan)
@@ -1595,6 +1596,7 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 	StringInfoData merged;
 	List	   *keys = merge_key_columns(plan, "d.");
 	ListCell   *lc;
+	const char *candidates = "";
 
 	initStringInfo(&merged);
 	appendStringInfoString(&merged, "(SELECT ");
@@ -1612,11 +1614,31 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
 	appendStringInfoChar(&merged, ')');
 
+	if (cv_matrel_hashed(plan))
+	{
+		/*
+		 * Wide keys: a group whose key hash another group has, in the
+		 * materialization or in the delta, stays in the delta, where reads
+		 * still merge it by its keys: the materialization's unique index on
+		 * the hash holds one of them only, and a compaction must not fail.
+		 */
+		StringInfoData w;
+
+		initStringInfo(&w);
+		appendStringInfo(&w, " WHERE NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT (",
+						 matrel, CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN);
+		append_keys_equal_nullsafe(&w, plan, "m.", "x.");
+		appendStringInfo(&w, ")) AND NOT (x.%s OPERATOR(pg_catalog.=) ANY (SELECT y.%s FROM %s y GROUP BY y.%s HAVING pg_catalog.count(DISTINCT ROW(",
+						 CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN, delta, CV_KEY_HASH_COLUMN);
+		append_key_columns(&w, plan, "y.");
+		appendStringInfoString(&w, ")) OPERATOR(pg_catalog.>) 1))");
+		candidates = w.data;
+	}
 	return psprintf("/* stream_ext compaction */ WITH d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"SELECT ctid FROM %s LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING *),"
+					"SELECT x.ctid FROM %s x%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)) RETURNING *),"
 					" s AS (%s RETURNING 1)"
 					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s)",
-					delta, delta,
+					delta, delta, candidates,
 					store_sql(plan, matrel, merged.data, "c", true));
 }
 

@@ -47,7 +47,7 @@ CREATE TABLE stream_ext.view_catalog (
     -- partial states to, and the statement folding it into matrel; NULL
     -- when the view upserts into matrel (views made by 0.2, and shapes
     -- that need the upsert's group lock)
-    delta        regclass UNIQUE,
+    delta        regclass,
     compact_sql  text,
     -- the view's query with every name schema-qualified: analyzed again by
     -- maintenance to share one aggregation of a batch among views
