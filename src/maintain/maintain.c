@@ -516,6 +516,18 @@ group_admit(SeBatchEntry *entry, TriggerData *trigdata)
 	return true;
 }
 
+/* a plan of the view's own maintenance statement, not kept */
+static SPIPlanPtr
+prepare_own(SeBatchEntry *entry, MaintView *view)
+{
+	SPIPlanPtr	plan = SPI_prepare(view->cat.maintain_sql, 0, NULL);
+
+	if (plan == NULL)
+		elog(ERROR, "stream_ext: could not prepare %s: %s", entry->ops->name,
+			 SPI_result_code_string(SPI_result));
+	return plan;
+}
+
 static void
 group_prepare(SeBatchEntry *entry)
 {
@@ -528,13 +540,10 @@ group_prepare(SeBatchEntry *entry)
 	{
 		MaintView  *view = lfirst(lc);
 		int			i = foreach_current_index(lc);
-		SPIPlanPtr	own = SPI_prepare(view->cat.maintain_sql, 0, NULL);
+		SPIPlanPtr	own = prepare_own(entry, view);
 		MemoryContext old;
 
 		/* the privileges are those of the view's own statement */
-		if (own == NULL)
-			elog(ERROR, "stream_ext: could not prepare %s: %s", entry->ops->name,
-				 SPI_result_code_string(SPI_result));
 		group->privs[i] = priv_collect(own, entry->streamid, entry->cxt);
 		SPI_freeplan(own);
 		se_batch_statement(entry, view->cat.maintain_sql);
@@ -620,11 +629,8 @@ group_run(SeBatchEntry *entry, TriggerData *trigdata)
 		 */
 		if (!all)
 		{
-			SPIPlanPtr	own = SPI_prepare(view->cat.maintain_sql, 0, NULL);
+			SPIPlanPtr	own = prepare_own(entry, view);
 
-			if (own == NULL)
-				elog(ERROR, "stream_ext: could not prepare %s: %s", entry->ops->name,
-					 SPI_result_code_string(SPI_result));
 			run_insert(own, &group->groups[i]);
 			SPI_freeplan(own);
 		}
