@@ -3,14 +3,20 @@
  * maintain.c
  *	  Incremental maintenance of continuous views.
  *
- *	  Every continuous view has a statement-level AFTER INSERT trigger on
- *	  its stream, with the statement's rows as transition table.  The
- *	  trigger runs the view's maintenance statement (query/analyze.c) once over
- *	  those rows: one partial aggregation of the whole batch, one upsert per
- *	  touched group.  It runs maintain/trigger.c's skeleton (maint_ops): as
- *	  the view's owner, in a security-restricted context, with the settings
- *	  of core/security.c pinned; prepared plans are kept per backend and
- *	  rebuilt when the catalog or the tables change.
+ *	  A stream with continuous views has one statement-level AFTER INSERT
+ *	  trigger for all of them (stream_ext.maintain_views(), views_ops), with
+ *	  the statement's rows as transition table.  It runs each view's
+ *	  maintenance statement (query/analyze.c) once over those rows: one
+ *	  partial aggregation of the whole batch, one store per touched group
+ *	  -- and views with the same owner, FROM, WHERE and GROUP BY share one
+ *	  statement, which aggregates the batch once for all of them
+ *	  (group_ops, cv_shared_maintain_sql()).  Each unit runs
+ *	  maintain/trigger.c's skeleton: as the views' owner, in a
+ *	  security-restricted context, with the settings of core/security.c
+ *	  pinned; the stream's views, their grouping and the prepared plans
+ *	  are kept per backend and rebuilt when the catalog or the tables
+ *	  change.  Views made before 0.3 keep their own trigger,
+ *	  stream_ext.maintain(materialization) (maint_ops).
  *
  *	  The maintenance statement wraps each aggregate in stream_ext.partial().
  *	  The planner hook below replaces those wrappers, in the Agg node of the

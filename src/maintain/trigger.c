@@ -15,7 +15,11 @@
  *	  privileges on what they touch (privileges.c), runs them -- in the
  *	  maintenance scope and with a short error context when the kind asks
  *	  -- and reports stats and the NOTIFY of the batch.  The kinds differ
- *	  through a SeBatchOps.
+ *	  through a SeBatchOps.  A dispatching kind (the trigger of a stream's
+ *	  continuous views) is no unit of work itself: its entry holds units,
+ *	  entries of other kinds, and its run calls se_batch_run() for each,
+ *	  after the protocol check, the cache lookup and the registration of
+ *	  the batch ran once.
  *
  *-------------------------------------------------------------------------
  */
