@@ -22,6 +22,7 @@ sql('src', q{
 CREATE EXTENSION stream_ext;
 SELECT stream_ext.create_stream('ev', 'k int, ts timestamptz, v int');
 GRANT SELECT ON ev TO bob;
+GRANT CREATE ON SCHEMA public TO bob;
 CREATE VIEW per_min WITH (continuous) AS
   SELECT k, date_trunc('minute', ts) AS minute, count(*) AS n, sum(v) AS s
     FROM ev GROUP BY k, minute;
