@@ -303,15 +303,35 @@ se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 		se_batch_notify(entry->notify, entry->objid, rows, written);
 }
 
-/* stats: the latest arrival_timestamp of the batch's rows, or 0 */
+/* bumped at every se_batch_trigger() call: which batch the memo is of */
+static uint64 batch_serial = 0;
+
+/*
+ * stats: the latest arrival_timestamp of the batch's rows, or 0.  Read once
+ * per batch, however many units of the batch report it.
+ */
 TimestampTz
 se_batch_max_arrival(SeBatchEntry *entry, TriggerData *trigdata)
 {
+	static uint64 memo_serial = 0;
+	static Tuplestorestate *memo_store = NULL;
+	static AttrNumber memo_attnum = InvalidAttrNumber;
+	static TimestampTz memo_max = 0;
+
 	if (entry->arrival_attnum == InvalidAttrNumber)
 		return 0;
-	return stats_max_timestamp(trigdata->tg_newtable,
-							   RelationGetDescr(trigdata->tg_relation),
-							   entry->arrival_attnum);
+	/* a nested trigger's batch bumps the serial: both must match */
+	if (memo_serial != batch_serial || memo_store != trigdata->tg_newtable ||
+		memo_attnum != entry->arrival_attnum)
+	{
+		memo_max = stats_max_timestamp(trigdata->tg_newtable,
+									   RelationGetDescr(trigdata->tg_relation),
+									   entry->arrival_attnum);
+		memo_serial = batch_serial;
+		memo_store = trigdata->tg_newtable;
+		memo_attnum = entry->arrival_attnum;
+	}
+	return memo_max;
 }
 
 Datum
@@ -341,6 +361,7 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 	rows = tuplestore_tuple_count(trigdata->tg_newtable);
 	if (rows == 0)
 		return PointerGetDatum(NULL);
+	batch_serial++;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
