@@ -47,7 +47,7 @@ DROP TABLE pageviews;
 -- DROP VIEW removes everything it created
 DROP VIEW pv_total;
 SELECT count(*) FROM pg_class WHERE relname LIKE 'pv_total%';
-SELECT count(*) FILTER (WHERE tgname LIKE 'stream_ext_maintain_%') AS maintain_triggers, count(*) AS triggers
+SELECT count(*) FILTER (WHERE tgname = 'stream_ext_maintain') AS maintain_triggers, count(*) AS triggers
   FROM pg_trigger WHERE tgrelid = 'pageviews'::regclass AND NOT tgisinternal;
 DROP TABLE pageviews CASCADE;
 SELECT count(*) FROM pg_class WHERE relname LIKE 'pv_%';

@@ -722,13 +722,17 @@ catalog_stream_of(Oid relid)
 	return result;
 }
 
-static bool
-lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
-			MemoryContext mcxt)
+/*
+ * The continuous views whose column (view, matrel or stream) is relid, in
+ * the order of their materializations' OIDs, as ViewCatalogEntry * in mcxt;
+ * read with the latest snapshot (catalog_read_latest_begin()).
+ */
+static List *
+lookup_views(const char *column, Oid relid, MemoryContext mcxt)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		found = false;
+	List	   *result = NIL;
 	const char *window_columns;
 	const char *notify = view_catalog_has_notify() ? "v.notify" : "NULL::pg_catalog.text";
 	const char *delta = catalog_has_delta() ? "v.delta::pg_catalog.oid, v.compact_sql" :
@@ -743,26 +747,32 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	SPI_connect();
 	catalog_read_latest_begin();
 	rc = SPI_execute_with_args(psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
-										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s, %s"
+										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s, %s,"
+										" %s"
 										" FROM stream_ext.view_catalog v"
 										" JOIN pg_catalog.pg_class c ON c.oid = v.view"
-										" WHERE v.%s = $1",
-										window_columns, notify, delta, by_matrel ? "matrel" : "view"),
-							   1, argtypes, values, NULL, true, 1);
+										" WHERE v.%s = $1 ORDER BY v.matrel::oid",
+										window_columns, notify, delta,
+										view_catalog_has_column("query_sql") ?
+										"v.query_sql" : "NULL::pg_catalog.text",
+										column),
+							   1, argtypes, values, NULL, true, 0);
 	catalog_read_latest_end();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 1)
+	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
+		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		MemoryContext old;
 		ArrayType  *arr;
 		Datum	   *elems;
 		int			nelems;
+		ViewCatalogEntry *entry;
 
 		old = MemoryContextSwitchTo(mcxt);
+		entry = palloc0(sizeof(ViewCatalogEntry));
 		entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
 		entry->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 		entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
@@ -778,18 +788,64 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 		if (isnull)
 			entry->deltaid = InvalidOid;
 		entry->compact_sql = SPI_getvalue(tup, desc, 12);
+		entry->query_sql = SPI_getvalue(tup, desc, 13);
 		entry->distinct_sql = NIL;
 		arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
 		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
 						  &elems, NULL, &nelems);
-		for (int i = 0; i < nelems; i++)
+		for (int j = 0; j < nelems; j++)
 			entry->distinct_sql = lappend(entry->distinct_sql,
-										  TextDatumGetCString(elems[i]));
+										  TextDatumGetCString(elems[j]));
+		result = lappend(result, entry);
 		MemoryContextSwitchTo(old);
-		found = true;
 	}
 	SPI_finish();
-	return found;
+	return result;
+}
+
+static bool
+lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
+			MemoryContext mcxt)
+{
+	List	   *views = lookup_views(by_matrel ? "matrel" : "view", relid, mcxt);
+
+	if (views == NIL)
+		return false;
+	*entry = *(ViewCatalogEntry *) linitial(views);
+	return true;
+}
+
+/* the continuous views of stream streamid (ViewCatalogEntry *, in mcxt) */
+List *
+catalog_views_of_stream(Oid streamid, MemoryContext mcxt)
+{
+	return lookup_views("stream", streamid, mcxt);
+}
+
+/*
+ * Record the view's query with every name schema-qualified (deparsed with
+ * search_path pinned): maintenance analyzes it again (maintain/maintain.c).
+ */
+void
+catalog_set_view_query(Oid viewid, const char *query_sql)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		values[2];
+	SeRunAs		runas;
+	int			rc;
+
+	if (!view_catalog_has_column("query_sql"))
+		return;					/* before ALTER EXTENSION UPDATE: not shared */
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = CStringGetTextDatum(query_sql);
+	se_run_as_catalog_owner(&runas);
+	SPI_connect();
+	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET query_sql = $2 WHERE view = $1",
+							   2, argtypes, values, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not record the query of continuous view %u", viewid);
+	SPI_finish();
+	se_restore(&runas);
 }
 
 /*

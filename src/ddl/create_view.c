@@ -15,7 +15,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
@@ -32,9 +34,12 @@
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_clause.h"
+#include "parser/parse_func.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
@@ -230,6 +235,137 @@ check_creator_rls(Oid streamid)
 				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
 }
 
+/* stream_ext.maintain_views(), or InvalidOid before ALTER EXTENSION UPDATE */
+static Oid
+views_trigger_function(void)
+{
+	List	   *name = list_make2(makeString("stream_ext"), makeString("maintain_views"));
+
+	return LookupFuncName(name, 0, NULL, true);
+}
+
+/* the stream's stream_ext.maintain_views() trigger, or InvalidOid */
+static Oid
+views_trigger_of(Oid streamid, Oid funcid)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			result = InvalidOid;
+
+	rel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(streamid));
+	scan = systable_beginscan(rel, TriggerRelidNameIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tup);
+
+		if (tg->tgfoid == funcid)
+		{
+			result = tg->oid;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * The one trigger maintaining every continuous view of a stream
+ * (stream_ext.maintain_views(), maintain/maintain.c), made with the
+ * stream's first view.  Either way the stream's cached trigger state is
+ * dropped in every backend when this transaction commits, so that the next
+ * batch sees the new view.
+ *
+ * Before ALTER EXTENSION stream_ext UPDATE to 0.3 there is no such
+ * function: the view gets its own trigger, stream_ext.maintain(its
+ * materialization), as views did before 0.3, which goes with the view.
+ */
+static void
+create_maintenance_trigger(Oid streamid, Oid viewid, Oid matrelid, const char *mq)
+{
+	Oid			funcid = views_trigger_function();
+	char	   *trigname = OidIsValid(funcid) ? "stream_ext_maintain" :
+		psprintf("stream_ext_maintain_%u", matrelid);
+	const char *base = trigname;
+	Oid			trigid;
+	SeRunAs		runas;
+
+	if (!OidIsValid(funcid) || !OidIsValid(views_trigger_of(streamid, funcid)))
+	{
+		/* a restored database keeps the names of the OIDs of the dumped one */
+		for (int n = 2; OidIsValid(get_trigger_oid(streamid, trigname, true)); n++)
+			trigname = psprintf("%s_%d", base, n);
+
+		/*
+		 * Reading a stream is enough to build a view over it, but a trigger
+		 * can only be created by the stream's owner: create this fixed one
+		 * as the owner.  It runs maintenance as each view's owner, not the
+		 * stream's.
+		 */
+		se_run_as_role(&runas, se_relation_owner(streamid));
+		trigid = se_create_statement_trigger(streamid, trigname, TRIGGER_TYPE_AFTER,
+											 TRIGGER_TYPE_INSERT,
+											 OidIsValid(funcid) ? "maintain_views" : "maintain",
+											 OidIsValid(funcid) ? NULL : mq, CV_NEW_ROWS);
+		se_restore(&runas);
+		if (!OidIsValid(funcid))
+			se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
+								 DEPENDENCY_AUTO);
+	}
+	CacheInvalidateRelcacheByRelid(streamid);
+}
+
+/*
+ * After a DROP: remove the stream_ext.maintain_views() trigger of every
+ * stream that has no continuous view left.  Catalog rows of dropped views
+ * are already gone (catalog_remove_orphans()).  Dropping a trigger is
+ * internal here: the view's owner may drop the view, and with the last one
+ * goes the trigger, whoever owns the stream.
+ */
+void
+ddl_drop_unused_views_triggers(void)
+{
+	Oid			funcid = views_trigger_function();
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	List	   *triggers = NIL;
+	ListCell   *lc;
+	int			rc;
+
+	if (!OidIsValid(funcid))
+		return;
+	values[0] = ObjectIdGetDatum(funcid);
+	SPI_connect();
+	rc = SPI_execute_with_args("SELECT t.oid FROM pg_catalog.pg_trigger t"
+							   " WHERE t.tgfoid = $1 AND NOT EXISTS"
+							   " (SELECT 1 FROM stream_ext.view_catalog v WHERE v.stream = t.tgrelid)",
+							   1, argtypes, values, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext trigger lookup failed: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		triggers = lappend_oid(triggers,
+							   DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	SPI_finish();
+	foreach(lc, triggers)
+	{
+		ObjectAddress trigger;
+
+		ObjectAddressSet(trigger, TriggerRelationId, lfirst_oid(lc));
+		performDeletion(&trigger, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	}
+	if (triggers != NIL)
+		CommandCounterIncrement();
+}
+
 void
 ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 				int stmt_location, int stmt_len)
@@ -248,6 +384,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	char	   *viewname = stmt->view->relname;
 	char	   *matrelname;
 	char	   *definition;
+	char	   *query_sql;
 	bool		appends;
 	char	   *dq = NULL;
 	Oid			deltaid = InvalidOid;
@@ -256,15 +393,12 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	char	   *vq;
 	Oid			matrelid;
 	Oid			viewid;
-	Oid			trigid;
-	char	   *trigname;
 	char	   *maintain_sql;
 	List	   *distinct_sql = NIL;
 	List	   *backfill_sql = NIL;
 	List	   *auxids = NIL;
 	ListCell   *lc;
 	int			nestlevel;
-	SeRunAs		runas;
 	ReplaceState replace;
 
 	if (!stream_ext_installed())
@@ -358,6 +492,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 * under the pinned settings of src/core/security.c.
 	 */
 	nestlevel = se_pin_settings(NULL);
+	query_sql = pg_get_querydef(query, false);
 
 	/*
 	 * The recorded definition names everything outside pg_catalog with its
@@ -446,26 +581,11 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		sessions_maintain_sql(&session, &plan, mq, CV_NEW_ROWS) :
 		appends ? cv_maintain_append_sql(&plan, dq, CV_NEW_ROWS) :
 		cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
-	trigname = psprintf("stream_ext_maintain_%u", matrelid);
-	/* a restored database keeps the names of the OIDs of the dumped one */
-	for (int n = 2; OidIsValid(get_trigger_oid(plan.streamid, trigname, true)); n++)
-		trigname = psprintf("stream_ext_maintain_%u_%d", matrelid, n);
-
-	/*
-	 * Reading a stream is enough to build a view over it, but a trigger can
-	 * only be created by the stream's owner: create this fixed one as the
-	 * owner.  It runs maintenance as the view's owner, not the stream's.
-	 */
-	se_run_as_role(&runas, se_relation_owner(plan.streamid));
-	trigid = se_create_statement_trigger(plan.streamid, trigname, TRIGGER_TYPE_AFTER,
-										 TRIGGER_TYPE_INSERT, "maintain", mq, CV_NEW_ROWS);
-	se_restore(&runas);
-
 	/*
 	 * The materialization and side tables are internal parts of the view:
 	 * DROP VIEW takes them along, and dropping them alone is refused.  They
 	 * depend on the stream, so DROP of the stream needs CASCADE.  The
-	 * trigger goes with the view.
+	 * stream's trigger goes with its last view (ddl_drop_unused_views_triggers()).
 	 */
 	se_record_dependency(RelationRelationId, matrelid, RelationRelationId, viewid,
 						 DEPENDENCY_INTERNAL);
@@ -478,12 +598,12 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	if (appends)
 		se_record_dependency(RelationRelationId, deltaid, RelationRelationId, viewid,
 							 DEPENDENCY_INTERNAL);
-	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
-						 DEPENDENCY_AUTO);
+	create_maintenance_trigger(plan.streamid, viewid, matrelid, mq);
 	CommandCounterIncrement();
 
 	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
 						maintain_sql, distinct_sql);
+	catalog_set_view_query(viewid, query_sql);
 	if (appends)
 		catalog_set_delta(viewid, deltaid, cv_compact_sql(&plan, mq, dq));
 	if (opts.notify)

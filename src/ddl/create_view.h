@@ -21,5 +21,7 @@ extern void ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryStrin
 /* NOTIFY pgrst, 'reload schema' unless stream_ext.notify_pgrst is off */
 extern void ddl_notify_pgrst_reload(void);
 extern void ddl_define_gucs(void);
+/* after DROP: the streams' triggers for views no longer there */
+extern void ddl_drop_unused_views_triggers(void);
 
 #endif							/* STREAM_EXT_CREATE_VIEW_H */

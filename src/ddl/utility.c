@@ -304,7 +304,7 @@ notice_nothing_backfilled(RangeVar *view)
 						   view->relname)));
 }
 
-/* stream_ext.maintain, transform or reject_stream_modification? */
+/* stream_ext.maintain_views, maintain, transform or reject_stream_modification? */
 static bool
 is_stream_ext_trigger_function(List *funcname)
 {
@@ -313,7 +313,8 @@ is_stream_ext_trigger_function(List *funcname)
 
 	DeconstructQualifiedName(funcname, &schema, &name);
 	return schema != NULL && strcmp(schema, "stream_ext") == 0 &&
-		(strcmp(name, "maintain") == 0 ||
+		(strcmp(name, "maintain_views") == 0 ||
+		 strcmp(name, "maintain") == 0 ||
 		 strcmp(name, "transform") == 0 ||
 		 strcmp(name, "reject_stream_modification") == 0);
 }
@@ -400,7 +401,10 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								params, queryEnv, dest, qc);
 
 	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
+	{
+		ddl_drop_unused_views_triggers();
 		ddl_notify_pgrst_reload();
+	}
 
 	/* pg_restore creating a stream's triggers: see ddl_restore_dependencies() */
 	if (trigger && stream_ext_installed())

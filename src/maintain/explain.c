@@ -29,6 +29,7 @@
 
 #include "core/catalog.h"
 #include "core/security.h"
+#include "maintain/maintain.h"
 #include "query/analyze.h"
 #include "windows/lateness.h"
 
@@ -108,6 +109,8 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	bool		has_watermark;
 	Datum		watermark = (Datum) 0;
 	bool		watermark_isnull = true;
+	char	   *shared;
+	int			others;
 
 	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
 		ereport(ERROR,
@@ -159,12 +162,23 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 	}
 
+	/* views sharing the batch's aggregation: their one statement */
+	shared = has_watermark ? NULL : maint_shared_statement(stream, viewid, &others);
+	if (shared)
+	{
+		MemoryContext old = MemoryContextSwitchTo(outcxt);
+
+		put_line(rsinfo, psprintf("Shared with %d other continuous view%s of the stream: one aggregation of the batch, then one store per view",
+								  others, others > 1 ? "s" : ""));
+		MemoryContextSwitchTo(old);
+	}
+
 	se_run_as_owner(&octx, entry.owner, entry.timezone);
 
 	se_maintenance_begin();
 	PG_TRY();
 	{
-		explain_statement(rsinfo, entry.maintain_sql, verbose, outcxt,
+		explain_statement(rsinfo, shared ? shared : entry.maintain_sql, verbose, outcxt,
 						  has_watermark, watermark, watermark_isnull);
 		foreach(lc, entry.distinct_sql)
 		{

@@ -3,14 +3,20 @@
  * maintain.c
  *	  Incremental maintenance of continuous views.
  *
- *	  Every continuous view has a statement-level AFTER INSERT trigger on
- *	  its stream, with the statement's rows as transition table.  The
- *	  trigger runs the view's maintenance statement (query/analyze.c) once over
- *	  those rows: one partial aggregation of the whole batch, one upsert per
- *	  touched group.  It runs maintain/trigger.c's skeleton (maint_ops): as
- *	  the view's owner, in a security-restricted context, with the settings
- *	  of core/security.c pinned; prepared plans are kept per backend and
- *	  rebuilt when the catalog or the tables change.
+ *	  A stream with continuous views has one statement-level AFTER INSERT
+ *	  trigger for all of them (stream_ext.maintain_views(), views_ops), with
+ *	  the statement's rows as transition table.  It runs each view's
+ *	  maintenance statement (query/analyze.c) once over those rows: one
+ *	  partial aggregation of the whole batch, one store per touched group
+ *	  -- and views with the same owner, FROM, WHERE and GROUP BY share one
+ *	  statement, which aggregates the batch once for all of them
+ *	  (group_ops, cv_shared_maintain_sql()).  Each unit runs
+ *	  maintain/trigger.c's skeleton: as the views' owner, in a
+ *	  security-restricted context, with the settings of core/security.c
+ *	  pinned; the stream's views, their grouping and the prepared plans
+ *	  are kept per backend and rebuilt when the catalog or the tables
+ *	  change.  Views made before 0.3 keep their own trigger,
+ *	  stream_ext.maintain(materialization) (maint_ops).
  *
  *	  The maintenance statement wraps each aggregate in stream_ext.partial().
  *	  The planner hook below replaces those wrappers, in the Agg node of the
@@ -24,6 +30,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
@@ -35,6 +42,8 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/planner.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
 #include "portability/instr_time.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -57,11 +66,13 @@
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "maintain/trigger.h"
+#include "query/analyze.h"
 #include "query/combine.h"
 #include "windows/lateness.h"
 #include "windows/windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain);
+PG_FUNCTION_INFO_V1(stream_ext_maintain_views);
 PG_FUNCTION_INFO_V1(stream_ext_guard_materialization);
 
 static planner_hook_type prev_planner_hook = NULL;
@@ -300,6 +311,64 @@ check_stream_rls(Relation stream, MaintView *view)
 
 /* ---- the maintenance trigger ------------------------------------------- */
 
+/* a view's error context: names it, not its statements */
+static char *
+view_error_context(MemoryContext cxt, List *views)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "maintenance of continuous view%s ",
+					 list_length(views) > 1 ? "s" : "");
+	foreach(lc, views)
+	{
+		Oid			viewid = ((MaintView *) lfirst(lc))->cat.viewid;
+
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) ? ", " : "",
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(viewid)),
+													get_rel_name(viewid)));
+	}
+	appendStringInfoString(&buf, list_length(views) > 1 ?
+						   " (one statement sharing the batch's aggregation, see stream_ext.explain())" :
+						   " (statements in stream_ext.view_catalog)");
+	return MemoryContextStrdup(cxt, buf.data);
+}
+
+/* the stream's arrival_timestamp column, for stats; 0 if none */
+static AttrNumber
+arrival_attnum(Oid streamid)
+{
+	AttrNumber	attnum = get_attnum(streamid, STREAM_ARRIVAL_COLUMN);
+
+	if (attnum != InvalidAttrNumber && get_atttype(streamid, attnum) != TIMESTAMPTZOID)
+		return InvalidAttrNumber;
+	return attnum;
+}
+
+/* fill the entry of one view (view->cat read; lateness too if lateness_read) */
+static void
+maint_fill(SeBatchEntry *entry, MaintView *view, bool lateness_read)
+{
+	entry->kind = view;
+	entry->objid = view->cat.viewid;
+	entry->streamid = view->cat.streamid;
+	entry->relids[0] = view->cat.matrelid;
+	entry->relids[1] = view->cat.streamid;
+	entry->relids[2] = view->cat.viewid;
+	entry->owner = view->cat.owner;
+	entry->timezone = view->cat.timezone;
+	entry->notify = view->cat.notify;
+	entry->arrival_attnum = arrival_attnum(view->cat.streamid);
+	if (!lateness_read)
+	{
+		catalog_read_latest_begin();
+		view->lateness = lateness_lookup(view->cat.viewid, entry->cxt);
+		catalog_read_latest_end();
+	}
+	entry->error_context = view_error_context(entry->cxt, list_make1(view));
+}
+
 static void
 maint_load(SeBatchEntry *entry, TriggerData *trigdata)
 {
@@ -314,25 +383,7 @@ maint_load(SeBatchEntry *entry, TriggerData *trigdata)
 				 errmsg("continuous view with materialization %s does not exist",
 						trigger->tgargs[0]),
 				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
-	entry->kind = view;
-	entry->objid = view->cat.viewid;
-	entry->streamid = view->cat.streamid;
-	entry->relids[0] = view->cat.matrelid;
-	entry->relids[1] = view->cat.streamid;
-	entry->relids[2] = view->cat.viewid;
-	entry->owner = view->cat.owner;
-	entry->timezone = view->cat.timezone;
-	entry->notify = view->cat.notify;
-	entry->arrival_attnum = get_attnum(view->cat.streamid, STREAM_ARRIVAL_COLUMN);
-	if (entry->arrival_attnum != InvalidAttrNumber &&
-		get_atttype(view->cat.streamid, entry->arrival_attnum) != TIMESTAMPTZOID)
-		entry->arrival_attnum = InvalidAttrNumber;
-	view->lateness = lateness_lookup(view->cat.viewid, entry->cxt);
-	entry->error_context =
-		MemoryContextStrdup(entry->cxt,
-							psprintf("maintenance of continuous view %s (statements in stream_ext.view_catalog)",
-									 quote_qualified_identifier(get_namespace_name(get_rel_namespace(view->cat.viewid)),
-																get_rel_name(view->cat.viewid))));
+	maint_fill(entry, view, false);
 }
 
 static bool
@@ -427,6 +478,625 @@ static const SeBatchOps maint_ops = {
 	.plan_rows = MAINT_PLAN_ROWS,
 	.invalid_kind = "continuous view",
 };
+
+/* ---- views sharing one aggregation of the batch ------------------------- */
+
+/*
+ * A group of views of one stream maintained by one statement
+ * (cv_shared_maintain_sql()): same owner and TimeZone, and the same batch
+ * aggregation but for the states (FROM, WHERE, GROUP BY).  Each view keeps
+ * its own privileges (those its own maintenance statement needs, checked
+ * as the owner at every batch), stats, NOTIFY, count(DISTINCT) statements
+ * and window expiry.
+ */
+typedef struct MaintGroup
+{
+	List	   *views;			/* MaintView */
+	char	   *shared_sql;
+	int			nviews;
+	List	  **privs;			/* per view: what its own statements touch */
+	uint64	   *privs_checked;
+	List	  **distinct_plans; /* per view: kept SPIPlanPtrs */
+
+	/* this batch */
+	bool	   *skip;			/* invalid, or lost a privilege */
+	char	  **missing;		/* the privilege lost, for finish */
+	uint64	   *groups;
+	double		elapsed_ms;
+} MaintGroup;
+
+static bool
+group_admit(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	MaintGroup *group = entry->kind;
+	ListCell   *lc;
+
+	foreach(lc, group->views)
+	{
+		MaintView  *view = lfirst(lc);
+		int			i = foreach_current_index(lc);
+
+		group->skip[i] = priv_invalid_reason(view->cat.viewid) != NULL;
+		group->missing[i] = NULL;
+		group->groups[i] = 0;
+		if (!group->skip[i])
+			check_stream_rls(trigdata->tg_relation, view);
+	}
+	return true;
+}
+
+/* a plan of the view's own maintenance statement, not kept */
+static SPIPlanPtr
+prepare_own(SeBatchEntry *entry, MaintView *view)
+{
+	SPIPlanPtr	plan = SPI_prepare(view->cat.maintain_sql, 0, NULL);
+
+	if (plan == NULL)
+		elog(ERROR, "stream_ext: could not prepare %s: %s", entry->ops->name,
+			 SPI_result_code_string(SPI_result));
+	return plan;
+}
+
+static void
+group_prepare(SeBatchEntry *entry)
+{
+	MaintGroup *group = entry->kind;
+	ListCell   *lc;
+	ListCell   *ld;
+
+	(void) se_batch_prepare(entry, group->shared_sql, 0, NULL);
+	foreach(lc, group->views)
+	{
+		MaintView  *view = lfirst(lc);
+		int			i = foreach_current_index(lc);
+		SPIPlanPtr	own = prepare_own(entry, view);
+		MemoryContext old;
+
+		/* the privileges are those of the view's own statement */
+		group->privs[i] = priv_collect(own, entry->streamid, entry->cxt);
+		SPI_freeplan(own);
+		se_batch_statement(entry, view->cat.maintain_sql);
+		foreach(ld, view->cat.distinct_sql)
+		{
+			SPIPlanPtr	plan = se_batch_prepare(entry, lfirst(ld), 0, NULL);
+
+			old = MemoryContextSwitchTo(entry->cxt);
+			group->distinct_plans[i] = lappend(group->distinct_plans[i], plan);
+			group->privs[i] = list_concat(group->privs[i],
+										  priv_collect(plan, entry->streamid, entry->cxt));
+			MemoryContextSwitchTo(old);
+		}
+		if (view->cat.expire_sql)
+			se_batch_statement(entry, view->cat.expire_sql);
+	}
+}
+
+static void
+run_insert(SPIPlanPtr plan, uint64 *processed)
+{
+	int			rc = SPI_execute_plan(plan, NULL, NULL, false, 0);
+
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+	if (processed)
+		*processed = SPI_processed;
+}
+
+static uint64
+group_run(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	MaintGroup *group = entry->kind;
+	ListCell   *lc;
+	ListCell   *lp;
+	bool		all = true;
+	uint64		total = 0;
+	instr_time	start;
+	instr_time	elapsed;
+
+	INSTR_TIME_SET_CURRENT(start);
+	foreach(lc, group->views)
+	{
+		int			i = foreach_current_index(lc);
+
+		if (!group->skip[i])
+		{
+			group->missing[i] = priv_check(group->privs[i], entry->owner,
+										   &group->privs_checked[i]);
+			if (group->missing[i])
+				group->skip[i] = true;
+		}
+		all &= !group->skip[i];
+	}
+
+	if (all)
+	{
+		/* one statement: the shared aggregation and every view's store */
+		int			rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
+
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+		for (int i = 0; i < group->nviews; i++)
+		{
+			bool		isnull;
+
+			group->groups[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc,
+														   i + 1, &isnull));
+		}
+	}
+	foreach(lc, group->views)
+	{
+		MaintView  *view = lfirst(lc);
+		int			i = foreach_current_index(lc);
+
+		if (group->skip[i])
+			continue;
+		/*
+		 * Some view of the group is left out of this batch: the others run
+		 * their own statements (the group is formed again without it, see
+		 * views_load()).
+		 */
+		if (!all)
+		{
+			SPIPlanPtr	own = prepare_own(entry, view);
+
+			run_insert(own, &group->groups[i]);
+			SPI_freeplan(own);
+		}
+		foreach(lp, group->distinct_plans[i])
+			run_insert(lfirst(lp), NULL);
+		compact_after_batch(&view->cat);
+		window_expire_opportunistic(&view->cat, &view->next_expiry);
+		total += group->groups[i];
+	}
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, start);
+	group->elapsed_ms = INSTR_TIME_GET_MILLISEC(elapsed);
+	return total;
+}
+
+/*
+ * After the owner's context: record views that lost a privilege, report
+ * each view's stats (the statement's time shared evenly) and NOTIFY.
+ */
+static void
+group_finish(SeBatchEntry *entry, TriggerData *trigdata, uint64 written)
+{
+	MaintGroup *group = entry->kind;
+	uint64		rows = tuplestore_tuple_count(trigdata->tg_newtable);
+	bool		tracking = stats_tracking();
+	TimestampTz max_arrival = 0;
+	ListCell   *lc;
+
+	if (tracking)
+		max_arrival = se_batch_max_arrival(entry, trigdata);
+	foreach(lc, group->views)
+	{
+		MaintView  *view = lfirst(lc);
+		int			i = foreach_current_index(lc);
+
+		if (group->missing[i])
+			priv_mark_invalid(view->cat.viewid, "continuous view", group->missing[i]);
+		if (group->skip[i])
+			continue;
+		if (tracking)
+			stats_report_batch(view->cat.viewid, view->cat.streamid, rows,
+							   group->groups[i], group->elapsed_ms / group->nviews,
+							   max_arrival);
+		if (view->cat.notify)
+			se_batch_notify(view->cat.notify, view->cat.viewid, rows, group->groups[i]);
+	}
+}
+
+static const SeBatchOps group_ops = {
+	.name = "stream_ext.maintain_views()",
+	.admit = group_admit,
+	.prepare = group_prepare,
+	.run = group_run,
+	.finish = group_finish,
+	.maintenance = true,
+	.plan_rows = MAINT_PLAN_ROWS,
+};
+
+/* ---- one trigger for all views of a stream ------------------------------ */
+
+/*
+ * Can this view share the batch's aggregation with others?  Its stored
+ * query (query_sql, schema-qualified) is analyzed again, as its owner with the settings it was
+ * created under, and its maintenance statement generated again: only when
+ * that gives the stored statement is the plan the view's (views with
+ * options that change it -- sessions, sliding windows, allowed_lateness --
+ * and views made by another version run alone).  Any error in doing so
+ * (an object renamed since) means no.  Returns the plan, or NULL.
+ */
+static char *share_key(MaintView *view, CVPlan *plan);
+
+/* relation relid, schema-qualified */
+static char *
+rel_qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+static CVPlan *
+share_plan(MaintView *view, MemoryContext cxt, char **key)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	CVPlan	   *result = NULL;
+
+	if (view->lateness || view->cat.query_sql == NULL)
+		return NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		SeRunAs		runas;
+		List	   *raw;
+		Query	   *query;
+		CVWindow   *hop = NULL;
+		CVPlan	   *plan;
+		char	   *mq;
+		MemoryContext old;
+
+		se_run_as_owner(&runas, view->cat.owner, view->cat.timezone);
+		old = MemoryContextSwitchTo(cxt);
+		plan = palloc0(sizeof(CVPlan));
+		raw = raw_parser(view->cat.query_sql, RAW_PARSE_DEFAULT);
+		if (list_length(raw) == 1)
+		{
+			query = parse_analyze_fixedparams(linitial_node(RawStmt, raw),
+											  view->cat.query_sql, NULL, 0, NULL);
+			query = window_rewrite_hop(query, view->cat.query_sql, &hop);
+			cv_analyze(query, view->cat.query_sql,
+					   cv_view_column_aliases(view->cat.viewid), hop, plan);
+			window_apply_options(plan, NIL, false);
+			mq = rel_qualified_name(view->cat.matrelid);
+			if (plan->streamid == view->cat.streamid &&
+				strcmp(OidIsValid(view->cat.deltaid) ?
+					   cv_maintain_append_sql(plan, rel_qualified_name(view->cat.deltaid),
+											  CV_NEW_ROWS) :
+					   cv_maintain_sql(plan, mq, CV_NEW_ROWS),
+					   view->cat.maintain_sql) == 0)
+			{
+				result = plan;
+				*key = share_key(view, plan);
+			}
+		}
+		MemoryContextSwitchTo(old);
+		se_restore(&runas);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(caller);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		result = NULL;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* what views must have in common to share a statement */
+static char *
+share_key(MaintView *view, CVPlan *plan)
+{
+	CVBatchAggParts parts;
+	StringInfoData buf;
+	ListCell   *lc;
+
+	cv_batch_agg_parts(plan, CV_NEW_ROWS, &parts);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%u %s %d", view->cat.owner, view->cat.timezone, plan->keyless);
+	foreach(lc, parts.key_exprs)
+		appendStringInfo(&buf, "|%s", (char *) lfirst(lc));
+	appendStringInfo(&buf, "|%s|%s", parts.hash_expr ? parts.hash_expr : "", parts.tail);
+	return buf.data;
+}
+
+/* the views of the stream: units of work (SeBatchEntry) */
+typedef struct MaintViews
+{
+	List	   *units;
+} MaintViews;
+
+/* a unit of views_load(), in the stream's entry's memory */
+static SeBatchEntry *
+new_unit(SeBatchEntry *parent, const SeBatchOps *ops)
+{
+	SeBatchEntry *unit = MemoryContextAllocZero(parent->cxt, sizeof(SeBatchEntry));
+
+	unit->ops = ops;
+	unit->valid = true;
+	unit->cxt = AllocSetContextCreate(parent->cxt, "stream_ext maintenance unit",
+									  ALLOCSET_SMALL_SIZES);
+	return unit;
+}
+
+/* matrels whose view has its own stream_ext.maintain() trigger (before 0.3) */
+static List *
+views_with_own_trigger(Relation stream, Oid self, bool *first)
+{
+	TriggerDesc *trigdesc = stream->trigdesc;
+	Oid			nsp = get_namespace_oid("stream_ext", true);
+	Oid			selffn = InvalidOid;
+	List	   *result = NIL;
+
+	*first = true;
+	if (trigdesc == NULL)
+		return NIL;
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+		char	   *name;
+
+		if (t->tgoid == self)
+			selffn = t->tgfoid;
+		if (get_func_namespace(t->tgfoid) != nsp)
+			continue;
+		name = get_func_name(t->tgfoid);
+		if (strcmp(name, "maintain") == 0 && t->tgnargs == 1)
+			result = lappend_oid(result, relid_from_trigger_arg(t->tgargs[0]));
+	}
+	/* only the first trigger of this function maintains the views */
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (t->tgfoid == selffn && t->tgenabled != TRIGGER_DISABLED)
+		{
+			*first = (t->tgoid == self);
+			break;
+		}
+	}
+	return result;
+}
+
+/*
+ * The continuous views of stream, but those with their own trigger
+ * (matrels in own) or invalid, grouped by share_key() in the catalog's
+ * order: a List of Lists of MaintView, and in *plans their CVPlans (NULL
+ * where a view cannot share), in cxt.  *relids gets every view's relations
+ * whose change invalidates the grouping.
+ */
+static List *
+group_views(Oid streamid, List *own, MemoryContext cxt, List **plans, List **relids)
+{
+	List	   *keys = NIL;		/* share_key() of each group */
+	List	   *groups = NIL;
+	ListCell   *lc;
+	MemoryContext old;
+
+	*plans = NIL;
+	foreach(lc, catalog_views_of_stream(streamid, cxt))
+	{
+		ViewCatalogEntry *cat = lfirst(lc);
+		MaintView  *view;
+		CVPlan	   *plan;
+		char	   *key;
+		int			pos = -1;
+		ListCell   *lk;
+
+		old = MemoryContextSwitchTo(cxt);
+		*relids = lappend_oid(lappend_oid(*relids, cat->viewid), cat->matrelid);
+		MemoryContextSwitchTo(old);
+		if (list_member_oid(own, cat->matrelid) ||
+			priv_invalid_reason(cat->viewid) != NULL)
+			continue;
+		view = MemoryContextAllocZero(cxt, sizeof(MaintView));
+		view->cat = *cat;
+		catalog_read_latest_begin();
+		view->lateness = lateness_lookup(cat->viewid, cxt);
+		catalog_read_latest_end();
+		key = NULL;
+		plan = share_plan(view, cxt, &key);
+		foreach(lk, keys)
+		{
+			if (key && lfirst(lk) && strcmp(lfirst(lk), key) == 0)
+				pos = foreach_current_index(lk);
+		}
+		old = MemoryContextSwitchTo(cxt);
+		if (pos < 0)
+		{
+			keys = lappend(keys, key);
+			groups = lappend(groups, list_make1(view));
+			*plans = lappend(*plans, list_make1(plan));
+		}
+		else
+		{
+			list_nth_cell(groups, pos)->ptr_value = lappend(list_nth(groups, pos), view);
+			list_nth_cell(*plans, pos)->ptr_value = lappend(list_nth(*plans, pos), plan);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	return groups;
+}
+
+/*
+ * The statement of a group of views (MaintView) and their plans, generated
+ * under the settings pinned for them (as their own statements were).
+ */
+static char *
+group_statement(List *views, List *plans)
+{
+	int			nestlevel = se_pin_settings(((MaintView *) linitial(views))->cat.timezone);
+	List	   *matrels = NIL;
+	List	   *deltas = NIL;
+	ListCell   *lc;
+	char	   *sql;
+
+	foreach(lc, views)
+	{
+		ViewCatalogEntry *cat = &((MaintView *) lfirst(lc))->cat;
+
+		matrels = lappend(matrels, rel_qualified_name(cat->matrelid));
+		deltas = lappend(deltas, OidIsValid(cat->deltaid) ?
+						 rel_qualified_name(cat->deltaid) : NULL);
+	}
+	sql = cv_shared_maintain_sql(plans, matrels, deltas);
+	se_unpin_settings(nestlevel);
+	return sql;
+}
+
+/*
+ * The statement that maintains view viewid of stream together with other
+ * views (cv_shared_maintain_sql()), and in *others how many they are; NULL
+ * if it has its own statements.  For stream_ext.explain().
+ */
+char *
+maint_shared_statement(Relation stream, Oid viewid, int *others)
+{
+	bool		first;
+	List	   *plans;
+	List	   *relids = NIL;
+	List	   *groups;
+	ListCell   *lc;
+	ListCell   *lp;
+
+	*others = 0;
+	groups = group_views(RelationGetRelid(stream),
+						 views_with_own_trigger(stream, InvalidOid, &first),
+						 CurrentMemoryContext, &plans, &relids);
+	forboth(lc, groups, lp, plans)
+	{
+		List	   *members = lfirst(lc);
+		ListCell   *lm;
+
+		if (list_length(members) < 2)
+			continue;
+		foreach(lm, members)
+		{
+			if (((MaintView *) lfirst(lm))->cat.viewid == viewid)
+			{
+				*others = list_length(members) - 1;
+				return group_statement(members, lfirst(lp));
+			}
+		}
+	}
+	return NULL;
+}
+
+static void
+views_load(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	Relation	stream = trigdata->tg_relation;
+	MaintViews *views = MemoryContextAllocZero(entry->cxt, sizeof(MaintViews));
+	List	   *own;
+	List	   *groups;
+	List	   *plans;
+	bool		first;
+	ListCell   *lc;
+	MemoryContext old;
+
+	if (trigdata->tg_trigger->tgnewtable == NULL ||
+		strcmp(trigdata->tg_trigger->tgnewtable, CV_NEW_ROWS) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("stream_ext.maintain_views() needs REFERENCING NEW TABLE AS %s",
+						CV_NEW_ROWS)));
+	entry->kind = views;
+	entry->streamid = RelationGetRelid(stream);
+	entry->relids[0] = entry->streamid;
+	own = views_with_own_trigger(stream, trigdata->tg_trigger->tgoid, &first);
+	if (!first)
+		return;					/* a second trigger like it does nothing */
+	groups = group_views(entry->streamid, own, entry->cxt, &plans, &entry->more_relids);
+
+	/* a group of one view is that view's own statements */
+	foreach(lc, groups)
+	{
+		List	   *members = lfirst(lc);
+		MaintView  *view = linitial(members);
+		SeBatchEntry *unit;
+
+		if (list_length(members) == 1)
+		{
+			unit = new_unit(entry, &maint_ops);
+			maint_fill(unit, view, true);
+		}
+		else
+		{
+			MaintGroup *group;
+			int			n = list_length(members);
+
+			unit = new_unit(entry, &group_ops);
+			old = MemoryContextSwitchTo(unit->cxt);
+			group = palloc0(sizeof(MaintGroup));
+			group->views = members;
+			group->nviews = n;
+			group->privs = palloc0(sizeof(List *) * n);
+			group->privs_checked = palloc0(sizeof(uint64) * n);
+			group->distinct_plans = palloc0(sizeof(List *) * n);
+			group->skip = palloc0(sizeof(bool) * n);
+			group->missing = palloc0(sizeof(char *) * n);
+			group->groups = palloc0(sizeof(uint64) * n);
+			group->shared_sql = group_statement(members,
+												list_nth(plans, foreach_current_index(lc)));
+			MemoryContextSwitchTo(old);
+			unit->kind = group;
+			unit->streamid = entry->streamid;
+			unit->owner = view->cat.owner;
+			unit->timezone = view->cat.timezone;
+			unit->arrival_attnum = arrival_attnum(entry->streamid);
+			unit->error_context = view_error_context(unit->cxt, members);
+		}
+		old = MemoryContextSwitchTo(entry->cxt);
+		views->units = lappend(views->units, unit);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+static uint64
+views_run(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	MaintViews *views = entry->kind;
+	uint64		rows = tuplestore_tuple_count(trigdata->tg_newtable);
+	ListCell   *lc;
+
+	foreach(lc, views->units)
+		se_batch_run(lfirst(lc), trigdata, rows);
+	return 0;
+}
+
+static void
+views_release(SeBatchEntry *entry)
+{
+	MaintViews *views = entry->kind;
+	ListCell   *lc;
+
+	if (views == NULL)
+		return;
+	foreach(lc, views->units)
+		se_batch_forget_plans(lfirst(lc));
+}
+
+static const SeBatchOps views_ops = {
+	.name = "stream_ext.maintain_views()",
+	.argument = NULL,
+	.load = views_load,
+	.run = views_run,
+	.release = views_release,
+	.dispatch = true,
+	.plan_rows = MAINT_PLAN_ROWS,
+};
+
+/*
+ * stream_ext.maintain_views() — the statement-level AFTER INSERT trigger
+ * of a stream with continuous views, REFERENCING NEW TABLE AS
+ * stream_ext_new: maintains all of them (but those of before 0.3 that
+ * have their own stream_ext.maintain() trigger).
+ */
+Datum
+stream_ext_maintain_views(PG_FUNCTION_ARGS)
+{
+	return se_batch_trigger(fcinfo, &views_ops);
+}
 
 /*
  * stream_ext.maintain(materialization) — statement-level AFTER INSERT

@@ -8,6 +8,8 @@
 #ifndef STREAM_EXT_MAINTAIN_H
 #define STREAM_EXT_MAINTAIN_H
 
+#include "utils/relcache.h"
+
 /*
  * The batch size maintenance plans are made for (the planner's row count of
  * the transition table), whatever the size of the batch being maintained;
@@ -16,6 +18,9 @@
 #define MAINT_PLAN_ROWS 1000
 
 extern void maintain_init(void);
+
+/* stream_ext.explain(): the statement a view shares with others, or NULL */
+extern char *maint_shared_statement(Relation stream, Oid viewid, int *others);
 
 /*
  * Would row-level security of stream relid restrict what roleid reads, if

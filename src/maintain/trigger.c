@@ -15,7 +15,11 @@
  *	  privileges on what they touch (privileges.c), runs them -- in the
  *	  maintenance scope and with a short error context when the kind asks
  *	  -- and reports stats and the NOTIFY of the batch.  The kinds differ
- *	  through a SeBatchOps.
+ *	  through a SeBatchOps.  A dispatching kind (the trigger of a stream's
+ *	  continuous views) is no unit of work itself: its entry holds units,
+ *	  entries of other kinds, and its run calls se_batch_run() for each,
+ *	  after the protocol check, the cache lookup and the registration of
+ *	  the batch ran once.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,8 +45,8 @@
 static HTAB *batch_cache = NULL;
 
 /* the notify option: one NOTIFY per batch, JSON payload */
-static void
-batch_notify(const char *channel, Oid viewid, uint64 rows, uint64 groups)
+void
+se_batch_notify(const char *channel, Oid viewid, uint64 rows, uint64 groups)
 {
 	StringInfoData buf;
 	char	   *name = get_rel_name(viewid);
@@ -70,7 +74,8 @@ batch_relcache_callback(Datum arg, Oid relid)
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		if (!OidIsValid(relid) || relid == entry->relids[0] ||
-			relid == entry->relids[1] || relid == entry->relids[2])
+			relid == entry->relids[1] || relid == entry->relids[2] ||
+			list_member_oid(entry->more_relids, relid))
 			entry->valid = false;
 	}
 }
@@ -92,11 +97,14 @@ se_batch_forget_plans(SeBatchEntry *entry)
 static void
 release_entry(SeBatchEntry *entry)
 {
+	if (entry->ops && entry->ops->release)
+		entry->ops->release(entry);
 	se_batch_forget_plans(entry);
 	if (entry->cxt)
 		MemoryContextDelete(entry->cxt);
 	entry->cxt = NULL;
 	entry->kind = NULL;
+	entry->more_relids = NIL;
 	entry->valid = false;
 }
 
@@ -131,6 +139,7 @@ batch_entry(TriggerData *trigdata, const SeBatchOps *ops)
 	entry->objid = InvalidOid;
 	entry->streamid = InvalidOid;
 	memset(entry->relids, 0, sizeof(entry->relids));
+	entry->more_relids = NIL;
 	entry->owner = InvalidOid;
 	entry->timezone = NULL;
 	entry->notify = NULL;
@@ -211,47 +220,25 @@ register_new_rows(TriggerData *trigdata, double plan_rows)
 		elog(ERROR, "SPI_register_relation failed");
 }
 
-Datum
-se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
+/*
+ * One entry's part of a batch (SPI connected, the batch registered): admit,
+ * the owner's context, plans, privileges, run, stats and NOTIFY.  An entry
+ * of its own trigger, or one unit of a dispatching trigger's entry (its
+ * run calls this for each).
+ */
+void
+se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	SeBatchEntry *entry;
+	const SeBatchOps *ops = entry->ops;
 	SeRunAs		runas;
-	uint64		rows;
 	uint64		written = 0;
 	char	   *missing;
 	instr_time	start;
 	instr_time	elapsed;
 	MemoryContext caller_cxt = CurrentMemoryContext;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
-		trigdata->tg_newtable == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("%s must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE",
-						ops->name)));
-	if (trigdata->tg_trigger->tgnargs != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("%s needs %s as its argument", ops->name, ops->argument)));
-
-	/* an empty batch changes nothing */
-	rows = tuplestore_tuple_count(trigdata->tg_newtable);
-	if (rows == 0)
-		return PointerGetDatum(NULL);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	entry = batch_entry(trigdata, ops);
 	if (ops->admit && !ops->admit(entry, trigdata))
-	{
-		SPI_finish();
-		return PointerGetDatum(NULL);
-	}
-	register_new_rows(trigdata, ops->plan_rows);
+		return;
 
 	se_run_as_owner(&runas, entry->owner, entry->timezone);
 
@@ -268,9 +255,8 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 		if (missing != NULL)
 		{
 			se_restore(&runas);
-			SPI_finish();
 			priv_mark_invalid(entry->objid, ops->invalid_kind, missing);
-			return PointerGetDatum(NULL);
+			return;
 		}
 	}
 
@@ -304,22 +290,87 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 	se_restore(&runas);
 	if (ops->finish)
 		ops->finish(entry, trigdata, written);
-	SPI_finish();
 
 	if (OidIsValid(entry->objid) && stats_tracking())
 	{
-		TimestampTz max_arrival = 0;
-
-		if (entry->arrival_attnum != InvalidAttrNumber)
-			max_arrival = stats_max_timestamp(trigdata->tg_newtable,
-											  RelationGetDescr(trigdata->tg_relation),
-											  entry->arrival_attnum);
 		INSTR_TIME_SET_CURRENT(elapsed);
 		INSTR_TIME_SUBTRACT(elapsed, start);
 		stats_report_batch(entry->objid, entry->streamid, rows, written,
-						   INSTR_TIME_GET_MILLISEC(elapsed), max_arrival);
+						   INSTR_TIME_GET_MILLISEC(elapsed),
+						   se_batch_max_arrival(entry, trigdata));
 	}
 	if (entry->notify)
-		batch_notify(entry->notify, entry->objid, rows, written);
+		se_batch_notify(entry->notify, entry->objid, rows, written);
+}
+
+/* bumped at every se_batch_trigger() call: which batch the memo is of */
+static uint64 batch_serial = 0;
+
+/*
+ * stats: the latest arrival_timestamp of the batch's rows, or 0.  Read once
+ * per batch, however many units of the batch report it.
+ */
+TimestampTz
+se_batch_max_arrival(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	static uint64 memo_serial = 0;
+	static Tuplestorestate *memo_store = NULL;
+	static AttrNumber memo_attnum = InvalidAttrNumber;
+	static TimestampTz memo_max = 0;
+
+	if (entry->arrival_attnum == InvalidAttrNumber)
+		return 0;
+	/* a nested trigger's batch bumps the serial: both must match */
+	if (memo_serial != batch_serial || memo_store != trigdata->tg_newtable ||
+		memo_attnum != entry->arrival_attnum)
+	{
+		memo_max = stats_max_timestamp(trigdata->tg_newtable,
+									   RelationGetDescr(trigdata->tg_relation),
+									   entry->arrival_attnum);
+		memo_serial = batch_serial;
+		memo_store = trigdata->tg_newtable;
+		memo_attnum = entry->arrival_attnum;
+	}
+	return memo_max;
+}
+
+Datum
+se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	SeBatchEntry *entry;
+	uint64		rows;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		trigdata->tg_newtable == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s must be an AFTER INSERT FOR EACH STATEMENT trigger with a NEW TABLE",
+						ops->name)));
+	if (trigdata->tg_trigger->tgnargs != (ops->argument ? 1 : 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 ops->argument ?
+				 errmsg("%s needs %s as its argument", ops->name, ops->argument) :
+				 errmsg("%s takes no arguments", ops->name)));
+
+	/* an empty batch changes nothing */
+	rows = tuplestore_tuple_count(trigdata->tg_newtable);
+	if (rows == 0)
+		return PointerGetDatum(NULL);
+	batch_serial++;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	entry = batch_entry(trigdata, ops);
+	register_new_rows(trigdata, ops->plan_rows);
+	if (ops->dispatch)
+		(void) ops->run(entry, trigdata);
+	else
+		se_batch_run(entry, trigdata, rows);
+	SPI_finish();
 	return PointerGetDatum(NULL);
 }

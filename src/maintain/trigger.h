@@ -12,6 +12,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "datatype/timestamp.h"
 
 typedef struct SeBatchEntry SeBatchEntry;
 
@@ -19,7 +20,8 @@ typedef struct SeBatchEntry SeBatchEntry;
 typedef struct SeBatchOps
 {
 	const char *name;			/* "stream_ext.maintain()", for errors */
-	const char *argument;		/* what its one argument is, for errors */
+	const char *argument;		/* what its one argument is, for errors;
+								 * NULL: it takes none */
 
 	/*
 	 * Fill a new cache entry (SPI connected, entry->cxt empty): owner,
@@ -41,6 +43,16 @@ typedef struct SeBatchOps
 
 	/* after the owner's context, SPI still connected; NULL: nothing */
 	void		(*finish) (SeBatchEntry *entry, TriggerData *trigdata, uint64 written);
+
+	/* before the entry is dropped from the cache: free what load made */
+	void		(*release) (SeBatchEntry *entry);
+
+	/*
+	 * The entry is no unit of work itself: run is called (SPI connected,
+	 * batch registered, as the inserting user) to run its units, entries
+	 * of their own kind, with se_batch_run().
+	 */
+	bool		dispatch;
 
 	bool		maintenance;	/* run in the maintenance scope */
 
@@ -66,6 +78,7 @@ struct SeBatchEntry
 								 * notify; InvalidOid for none */
 	Oid			streamid;
 	Oid			relids[3];		/* relations whose change drops the entry */
+	List	   *more_relids;	/* more of them (in cxt) */
 	Oid			owner;			/* the batch runs as this role */
 	char	   *timezone;		/* pinned; NULL: not pinned */
 	char	   *notify;			/* NOTIFY channel per batch, or NULL */
@@ -84,6 +97,9 @@ struct SeBatchEntry
 };
 
 extern Datum se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops);
+extern void se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows);
+extern void se_batch_notify(const char *channel, Oid viewid, uint64 rows, uint64 groups);
+extern TimestampTz se_batch_max_arrival(SeBatchEntry *entry, TriggerData *trigdata);
 extern SPIPlanPtr se_batch_prepare(SeBatchEntry *entry, const char *sql,
 								   int nargs, Oid *argtypes);
 extern void se_batch_statement(SeBatchEntry *entry, const char *sql);

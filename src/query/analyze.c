@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
@@ -42,6 +43,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -809,6 +811,56 @@ append_combine(StringInfo buf, CVAgg *agg, const char *a, const char *b)
 }
 
 /*
+ * The pieces of the batch's partial aggregation (see cv_batch_agg_sql()):
+ * what views of one stream must have in common to share it (keys, hash,
+ * tail) and what each adds (its states).
+ */
+void
+cv_batch_agg_parts(CVPlan *plan, const char *source, CVBatchAggParts *parts)
+{
+	StringInfoData buf;
+	List	   *ctx = se_stream_context(plan);
+	ListCell   *lc;
+	Node	   *where = plan->query->jointree->quals;
+
+	memset(parts, 0, sizeof(CVBatchAggParts));
+	foreach(lc, plan->keys)
+		parts->key_exprs = lappend(parts->key_exprs,
+								   deparse_expression((Node *) ((CVKey *) lfirst(lc))->expr,
+													  ctx, true, false));
+	if (cv_matrel_hashed(plan))
+	{
+		initStringInfo(&buf);
+		append_key_hash(&buf, parts->key_exprs);
+		parts->hash_expr = buf.data;
+	}
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct)
+			continue;
+		parts->state_exprs =
+			lappend(parts->state_exprs,
+					psprintf("stream_ext.partial(%s, NULL::%s)",
+							 deparse_expression((Node *) agg->aggref, ctx, true, false),
+							 format_type_extended(agg->storage.statetype, -1,
+												  FORMAT_TYPE_FORCE_QUALIFY)));
+		parts->state_cols = lappend(parts->state_cols, agg->colname);
+	}
+	initStringInfo(&buf);
+	appendStringInfo(&buf, " FROM %s", joins_from_sql(plan->query, ctx, source));
+	if (where)
+		appendStringInfo(&buf, " WHERE %s", deparse_expression(where, ctx, true, false));
+	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
+		appendStringInfo(&buf, " %s %s", where ? "AND" : "WHERE", plan->extra_batch_qual);
+	if (plan->keyless)
+		appendStringInfoString(&buf, " GROUP BY ()");	/* always one row */
+	append_positions(&buf, "GROUP BY", list_length(plan->keys));
+	parts->tail = buf.data;
+}
+
+/*
  * The batch's partial aggregation: one row per group of the rows read from
  * source (the transition table CV_NEW_ROWS or, for the backfill, the stream
  * itself), its columns named as the materialization's: the keys (or
@@ -819,58 +871,25 @@ char *
 cv_batch_agg_sql(CVPlan *plan, const char *source)
 {
 	StringInfoData buf;
-	List	   *ctx = se_stream_context(plan);
+	CVBatchAggParts parts;
 	ListCell   *lc;
-	Node	   *where = plan->query->jointree->quals;
+	ListCell   *lk;
 
+	cv_batch_agg_parts(plan, source, &parts);
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "SELECT ");
 	if (plan->keyless)
 		appendStringInfoString(&buf, "true AS " CV_SINGLE_COLUMN);
-	else
-	{
-		bool		first = true;
-
-		foreach(lc, plan->keys)
-		{
-			CVKey	   *key = lfirst(lc);
-
-			appendStringInfo(&buf, "%s%s AS %s", first ? "" : ", ",
-							 deparse_expression((Node *) key->expr, ctx, true, false),
-							 quote_identifier(key->colname));
-			first = false;
-		}
-	}
-	if (cv_matrel_hashed(plan))
-	{
-		List	   *exprs = NIL;
-
-		foreach(lc, plan->keys)
-			exprs = lappend(exprs, deparse_expression((Node *) ((CVKey *) lfirst(lc))->expr,
-													  ctx, true, false));
-		appendStringInfoString(&buf, ", ");
-		append_key_hash(&buf, exprs);
-		appendStringInfoString(&buf, " AS " CV_KEY_HASH_COLUMN);
-	}
-	foreach(lc, plan->aggs)
-	{
-		CVAgg	   *agg = lfirst(lc);
-
-		if (!agg->is_distinct)
-			appendStringInfo(&buf, ", stream_ext.partial(%s, NULL::%s) AS %s",
-							 deparse_expression((Node *) agg->aggref, ctx, true, false),
-							 format_type_extended(agg->storage.statetype, -1,
-												  FORMAT_TYPE_FORCE_QUALIFY),
-							 quote_identifier(agg->colname));
-	}
-	appendStringInfo(&buf, " FROM %s", joins_from_sql(plan->query, ctx, source));
-	if (where)
-		appendStringInfo(&buf, " WHERE %s", deparse_expression(where, ctx, true, false));
-	if (plan->extra_batch_qual && strcmp(source, CV_NEW_ROWS) == 0)
-		appendStringInfo(&buf, " %s %s", where ? "AND" : "WHERE", plan->extra_batch_qual);
-	if (plan->keyless)
-		appendStringInfoString(&buf, " GROUP BY ()");	/* always one row */
-	append_positions(&buf, "GROUP BY", list_length(plan->keys));
+	forboth(lc, parts.key_exprs, lk, plan->keys)
+		appendStringInfo(&buf, "%s%s AS %s", foreach_current_index(lc) ? ", " : "",
+						 (char *) lfirst(lc),
+						 quote_identifier(((CVKey *) lfirst(lk))->colname));
+	if (parts.hash_expr)
+		appendStringInfo(&buf, ", %s AS " CV_KEY_HASH_COLUMN, parts.hash_expr);
+	forboth(lc, parts.state_exprs, lk, parts.state_cols)
+		appendStringInfo(&buf, ", %s AS %s", (char *) lfirst(lc),
+						 quote_identifier((char *) lfirst(lk)));
+	appendStringInfoString(&buf, parts.tail);
 	return buf.data;
 }
 
@@ -1054,6 +1073,129 @@ char *
 cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 {
 	return maintain_statement(plan, matrel, source, false);
+}
+
+/* the position of string str in list (of char *), or -1 */
+static int
+string_position(List *list, const char *str)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+	{
+		if (strcmp(lfirst(lc), str) == 0)
+			return foreach_current_index(lc);
+	}
+	return -1;
+}
+
+/*
+ * A continuous view's attribute names, as CREATE VIEW's column aliases: to
+ * analyze its stored definition again as it was created.
+ */
+List *
+cv_view_column_aliases(Oid viewid)
+{
+	Relation	rel = relation_open(viewid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *aliases = NIL;
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped)
+			aliases = lappend(aliases, makeString(pstrdup(NameStr(att->attname))));
+	}
+	relation_close(rel, AccessShareLock);
+	return aliases;
+}
+
+/*
+ * The batch's partial aggregation shared by several views (plans, with
+ * matrels their materializations, in that order): views of one stream
+ * whose cv_batch_agg_parts() have the same keys, hash and tail (same FROM,
+ * WHERE and GROUP BY).  One statement: the aggregation, computing each
+ * distinct partial state once, as a materialized CTE, then one store per
+ * view reading its columns from it -- cv_append_sql() into its delta where
+ * deltas (in the order of plans) has one, else cv_store_sql() -- and one
+ * row with the number of groups each store wrote, in the order of plans.
+ */
+char *
+cv_shared_maintain_sql(List *plans, List *matrels, List *deltas)
+{
+	StringInfoData buf;
+	CVPlan	   *first = linitial(plans);
+	CVBatchAggParts parts;
+	List	   *states = NIL;	/* distinct state expressions */
+	ListCell   *lp;
+	ListCell   *lm;
+	ListCell   *ld;
+	ListCell   *lc;
+
+	cv_batch_agg_parts(first, CV_NEW_ROWS, &parts);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "/* stream_ext maintenance */ WITH " CV_SHARED_AGG " AS MATERIALIZED (SELECT ");
+	if (first->keyless)
+		appendStringInfoString(&buf, "true AS " CV_SINGLE_COLUMN);
+	foreach(lc, parts.key_exprs)
+		appendStringInfo(&buf, "%s%s AS k%d", foreach_current_index(lc) ? ", " : "",
+						 (char *) lfirst(lc), foreach_current_index(lc) + 1);
+	if (parts.hash_expr)
+		appendStringInfo(&buf, ", %s AS " CV_KEY_HASH_COLUMN, parts.hash_expr);
+	foreach(lp, plans)
+	{
+		CVBatchAggParts p;
+
+		cv_batch_agg_parts(lfirst(lp), CV_NEW_ROWS, &p);
+		foreach(lc, p.state_exprs)
+		{
+			if (string_position(states, lfirst(lc)) >= 0)
+				continue;
+			states = lappend(states, lfirst(lc));
+			appendStringInfo(&buf, ", %s AS s%d", (char *) lfirst(lc), list_length(states));
+		}
+	}
+	appendStringInfo(&buf, "%s)", parts.tail);
+
+	/* one store per view, reading its columns under its names */
+	forthree(lp, plans, lm, matrels, ld, deltas)
+	{
+		CVPlan	   *plan = lfirst(lp);
+		CVBatchAggParts p;
+		StringInfoData from;
+		ListCell   *lk;
+
+		cv_batch_agg_parts(plan, CV_NEW_ROWS, &p);
+		initStringInfo(&from);
+		appendStringInfoString(&from, "(SELECT ");
+		if (plan->keyless)
+			appendStringInfoString(&from, "b." CV_SINGLE_COLUMN);
+		foreach(lk, plan->keys)
+			appendStringInfo(&from, "%sb.k%d AS %s", foreach_current_index(lk) ? ", " : "",
+							 foreach_current_index(lk) + 1,
+							 quote_identifier(((CVKey *) lfirst(lk))->colname));
+		if (p.hash_expr)
+			appendStringInfoString(&from, ", b." CV_KEY_HASH_COLUMN);
+		forboth(lc, p.state_exprs, lk, p.state_cols)
+			appendStringInfo(&from, ", b.s%d AS %s",
+							 string_position(states, lfirst(lc)) + 1,
+							 quote_identifier((char *) lfirst(lk)));
+		appendStringInfoString(&from, " FROM " CV_SHARED_AGG " b)");
+		appendStringInfo(&buf, ", stream_ext_store%d AS (%s RETURNING 1)",
+						 foreach_current_index(lp) + 1,
+						 lfirst(ld) ?
+						 cv_append_sql(plan, (char *) lfirst(ld), from.data,
+									   CV_BATCH_AGG_ALIAS) :
+						 cv_store_sql(plan, (char *) lfirst(lm), from.data,
+									  CV_BATCH_AGG_ALIAS));
+	}
+	appendStringInfoString(&buf, " SELECT ");
+	foreach(lp, plans)
+		appendStringInfo(&buf, "%s(SELECT pg_catalog.count(*) FROM stream_ext_store%d)",
+						 foreach_current_index(lp) ? ", " : "", foreach_current_index(lp) + 1);
+	return buf.data;
 }
 
 /*

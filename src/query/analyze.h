@@ -83,7 +83,24 @@ extern char *cv_matrel_index_sql(CVPlan *plan, const char *matrel);
 extern char *cv_key_lookup_index_sql(CVPlan *plan, const char *rel,
 									 const char *trailing);
 extern char *cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel);
+/* the pieces of cv_batch_agg_sql(), deparsed */
+typedef struct CVBatchAggParts
+{
+	List	   *key_exprs;		/* the GROUP BY keys (char *); NIL: keyless */
+	char	   *hash_expr;		/* CV_KEY_HASH_COLUMN's value, or NULL */
+	List	   *state_exprs;	/* stream_ext.partial(...) per state (char *) */
+	List	   *state_cols;		/* their materialization columns (char *) */
+	char	   *tail;			/* " FROM ... WHERE ... GROUP BY ..." */
+} CVBatchAggParts;
+
+/* the CTE of cv_shared_maintain_sql() */
+#define CV_SHARED_AGG "stream_ext_shared"
+
+extern void cv_batch_agg_parts(CVPlan *plan, const char *source,
+							   CVBatchAggParts *parts);
 extern char *cv_batch_agg_sql(CVPlan *plan, const char *source);
+extern char *cv_shared_maintain_sql(List *plans, List *matrels, List *deltas);
+extern List *cv_view_column_aliases(Oid viewid);
 extern char *cv_store_sql(CVPlan *plan, const char *matrel,
 						  const char *from_item, const char *alias);
 extern char *cv_maintain_sql(CVPlan *plan, const char *matrel,

@@ -35,26 +35,6 @@
 
 PG_FUNCTION_INFO_V1(stream_ext_distributed_select_sql);
 
-/* the view's attribute names, as CREATE VIEW's column aliases */
-static List *
-view_column_aliases(Oid viewid)
-{
-	Relation	rel = relation_open(viewid, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	List	   *aliases = NIL;
-	int			i;
-
-	for (i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped)
-			aliases = lappend(aliases, makeString(pstrdup(NameStr(att->attname))));
-	}
-	relation_close(rel, AccessShareLock);
-	return aliases;
-}
-
 /* a column the combining read needs must be in the materialization */
 static void
 check_matrel_column(Oid matrelid, const char *colname, Oid viewid)
@@ -133,7 +113,7 @@ stream_ext_distributed_select_sql(PG_FUNCTION_ARGS)
 		elog(ERROR, "unexpected definition of continuous view \"%s\"", get_rel_name(viewid));
 	query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
 	memset(&plan, 0, sizeof(plan));
-	cv_analyze(query, definition, view_column_aliases(viewid), NULL, &plan);
+	cv_analyze(query, definition, cv_view_column_aliases(viewid), NULL, &plan);
 	if (plan.streamid != streamid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -51,7 +51,11 @@ CREATE TABLE stream_ext.view_catalog (
     -- when the view upserts into matrel (views made by 0.2, and shapes
     -- that need the upsert's group lock)
     delta        regclass,
-    compact_sql  text
+    compact_sql  text,
+    -- the view's query with every name schema-qualified: analyzed again by
+    -- maintenance to share one aggregation of a batch among views
+    -- (maintain/maintain.c); NULL for views made before 0.3
+    query_sql    text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
 
@@ -127,7 +131,13 @@ CREATE FUNCTION stream_ext.reject_stream_modification() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_reject_stream_modification'
     LANGUAGE C;
 
--- Continuous views: maintenance and generic partial aggregation
+-- Continuous views: maintenance and generic partial aggregation.
+-- maintain_views(): the one trigger of a stream for all its views;
+-- maintain(materialization): the per-view trigger of views made before 0.3.
+CREATE FUNCTION stream_ext.maintain_views() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_maintain_views'
+    LANGUAGE C;
+
 CREATE FUNCTION stream_ext.maintain() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_maintain'
     LANGUAGE C;

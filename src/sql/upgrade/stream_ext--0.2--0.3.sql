@@ -400,3 +400,12 @@ CREATE FUNCTION stream_ext.compact(view regclass)
     AS 'MODULE_PATHNAME', 'stream_ext_compact'
     LANGUAGE C STRICT VOLATILE;
 
+
+-- Shared maintenance (issue #16): one trigger per stream for all its
+-- continuous views.  Views created before 0.3 keep their own
+-- stream_ext.maintain(materialization) trigger, which keeps working; the
+-- stream's new trigger leaves them to it (docs/upgrades.md).
+CREATE FUNCTION stream_ext.maintain_views() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_maintain_views'
+    LANGUAGE C;
+ALTER TABLE stream_ext.view_catalog ADD COLUMN query_sql text;
