@@ -603,6 +603,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 
 	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
 						maintain_sql, distinct_sql);
+	/* a replaced view's old stream may have no view left */
+	if (replace.replacing)
+		ddl_drop_unused_views_triggers();
 	catalog_set_view_query(viewid, query_sql);
 	if (appends)
 		catalog_set_delta(viewid, deltaid, cv_compact_sql(&plan, mq, dq));
