@@ -324,6 +324,7 @@ static const KafkaIntOption kafka_int_options[] = {
 	{"source", "nodes", 1, KAFKA_MAX_NODES},
 	{"source", "partitions", 0, PG_INT32_MAX},
 	{"source", "start_offsets", 0, PG_INT64_MAX},
+	{"source", "registry_timeout_ms", 100, 600000},
 	{"sink", "batch_size", 1, 100000},
 	{"sink", "poll_interval_ms", 10, 60000},
 };
