@@ -76,7 +76,9 @@ Starts test/tools/schema_registry.py on a free port of 127.0.0.1, keeping
 its schemas in $state_file, and asserts that it serves (B<one test>).
 Returns an AvroTAP::Registry: C<url>, C<port>, C<register($subject,
 $schema_json)> (returns the id), C<get($path)> (decoded JSON), C<stop>,
-C<start> (again, on the same port).
+C<start(@args)> (again, on the same port, with more arguments such as
+C<'--fail', 503>), C<fail($status)> (answer every request with $status
+from now on; 0: stop).
 
 =cut
 
@@ -158,11 +160,12 @@ package AvroTAP::Registry;
 use strict;
 use warnings;
 
+# (again): @extra are more arguments, for this start only
 sub start
 {
-	my ($self) = @_;
+	my ($self, @extra) = @_;
 	my @cmd = ('python3', AvroTAP::tools_dir() . '/schema_registry.py',
-		'--port', $self->{port}, '--state', $self->{state}, @{ $self->{args} });
+		'--port', $self->{port}, '--state', $self->{state}, @{ $self->{args} }, @extra);
 	$self->{out} = '';
 	$self->{err} = '';
 	$self->{h} = IPC::Run::start(\@cmd, '>', \$self->{out}, '2>', \$self->{err});

@@ -221,10 +221,11 @@ wait_for(q{SELECT state = 'retrying' AND last_error LIKE 'schema registry unavai
 	't', 'registry down: the source retries the batch, saying why');
 sleep 2;
 is(sql(q{SELECT count(*) FROM down}), '0', 'registry down: no rows yet');
-$reg->start;
-$reg->fail(503);
-sleep 2;
-is(sql(q{SELECT count(*) FROM down}), '0', 'registry answering 503: still retrying');
+$reg->start('--fail', 503);
+wait_for(q{SELECT last_error LIKE 'schema registry unavailable fetching schema id 2: HTTP status 503'
+             FROM stream_ext.source_status WHERE source = 'down_src'},
+	't', 'registry answering 503: the source retries, saying why');
+is(sql(q{SELECT count(*) FROM down}), '0', 'registry answering 503: no rows yet');
 $reg->fail(0);
 wait_for(q{SELECT count(*), sum(qty) FROM down}, '50|1275', 'registry back: every row arrives once');
 is(sql(q{SELECT count(*) FROM stream_ext.dead_letters WHERE source = 'down_src'}), '0',

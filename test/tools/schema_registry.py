@@ -2,7 +2,7 @@
 """A stand-in for Confluent's schema registry, for the tests of the Kafka
 source format "avro-confluent" (Debian packages no registry server).
 
-    schema_registry.py [--port N] [--state FILE] [--user USER:PASSWORD]
+    schema_registry.py [--port N] [--state FILE] [--user USER:PASSWORD] [--fail STATUS]
 
 Serves on 127.0.0.1 (port 0: a free one) and prints "listening on PORT",
 then the subset of the registry's REST API that stream_ext and the tests use,
@@ -22,7 +22,7 @@ with the JSON the registry itself answers:
 
 Test-only endpoints: GET /_test/requests (how many GET /schemas/ids/ it has
 answered, in all and by id), POST /_test/fail {"status": 503} (answer every later request with
-that status; 0: stop).  Schemas are kept in --state FILE (JSON) so that a
+that status; 0: stop; --fail STATUS: from the start).  Schemas are kept in --state FILE (JSON) so that a
 registry stopped and started again on the same port still knows them.
 """
 import base64
@@ -154,8 +154,10 @@ def main(argv):
             STATE_FILE = args.pop(0)
         elif a == "--user":
             AUTH = args.pop(0)
+        elif a == "--fail":
+            COUNTERS["fail"] = int(args.pop(0))
         else:
-            sys.exit("usage: schema_registry.py [--port N] [--state FILE] [--user USER:PASSWORD]")
+            sys.exit("usage: schema_registry.py [--port N] [--state FILE] [--user USER:PASSWORD] [--fail STATUS]")
     if STATE_FILE and os.path.exists(STATE_FILE):
         with open(STATE_FILE) as f:
             STATE.update(json.load(f))
