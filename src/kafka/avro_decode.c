@@ -773,7 +773,7 @@ conv_bytes(KafkaColumn *col, const void *buf, size_t len, const LeafInfo *li)
 	return to_column(col, PointerGetDatum(b), BYTEAOID, byteaout);
 }
 
-static void
+static void pg_attribute_noreturn()
 avro_fail(const char *what)
 {
 	ereport(ERROR,
