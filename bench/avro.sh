@@ -23,26 +23,14 @@ set -euo pipefail
 
 : "${STREAM_EXT_TMP:?STREAM_EXT_TMP must name a temp dir (source the cluster env.sh)}"
 ROOT=${STREAM_EXT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-PG_BINDIR=${PG_BINDIR:-$(pg_config --bindir)}
-PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
-OUT=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP/bench-results}
-mkdir -p "$OUT"
-
 MSGS=${BENCH_AVRO_MSGS:-200000}
 REPS=${BENCH_REPS:-3}
 DB=bench_avro
 DELIM='@@sep@@!'
 
-log() { printf 'bench/avro: %s\n' "$*" >&2; }
-q() { "${PSQL[@]}" -d "$DB" -A -t -c "$1"; }
-now() { date +%s.%N; }
-
-BROKER=${STREAM_EXT_BROKER:-$ROOT/test/broker/stream_ext_broker}
-if [[ ! -x $BROKER ]]; then
-	make -s -C "$ROOT/test/broker" >&2
-	BROKER=$ROOT/test/broker/stream_ext_broker
-fi
-command -v kcat >/dev/null || { log "kcat is not installed"; exit 1; }
+# shellcheck source=kafka_lib.sh
+source "$ROOT/bench/kafka_lib.sh"
+bench_kafka_init avro
 
 work=$(mktemp -d "$STREAM_EXT_TMP/avro-bench.XXXXXX")
 chmod 755 "$work"
@@ -138,7 +126,6 @@ for rep in $(seq "$REPS"); do
 	done
 done
 
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 json_s=$(awk -F'\t' '$1 == "json" { print $2 }' "$OUT/avro.tsv" | median)
 {
 	echo "Avro vs JSON decoding, $MSGS records (5 fields) per load, one worker, no view; medians of $REPS:"

@@ -74,6 +74,7 @@
 #include "kafka/registry.h"
 
 #define NEGATIVE_CACHE_MS	30000	/* retry a schema id the registry refused */
+#define NEGATIVE_CACHE_MAX	1000	/* refusals remembered at most */
 
 typedef enum AvroLogical
 {
@@ -151,6 +152,7 @@ typedef struct SeAvroDecoder
 	avro_schema_t reader_schema;
 	SchemaEntry *plain;			/* format avro: the writer schema */
 	SchemaEntry *entries;		/* avro-confluent: by id, most recent first */
+	int			nrefused;		/* entries remembering a registry refusal */
 	avro_reader_t areader;
 	MemoryContextCallback cb;
 } SeAvroDecoder;
@@ -1495,6 +1497,7 @@ schema_by_id(SeAvroDecoder *ad, KafkaDecoder *dec, int32 id)
 	{
 		/* the registry refused it a while ago: ask again */
 		*prev = e->next;
+		ad->nrefused--;
 		e = NULL;
 	}
 	if (e)
@@ -1515,6 +1518,19 @@ schema_by_id(SeAvroDecoder *ad, KafkaDecoder *dec, int32 id)
 			edata->sqlerrcode != ERRCODE_QUERY_CANCELED &&
 			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INSUFFICIENT_RESOURCES)
 		{
+			if (ad->nrefused >= NEGATIVE_CACHE_MAX)
+			{
+				/* messages naming ever new ids: forget the refusals */
+				SchemaEntry **p = &ad->entries;
+
+				while (*p)
+					if ((*p)->failed_at != 0)
+						*p = (*p)->next;
+					else
+						p = &(*p)->next;
+				ad->nrefused = 0;
+			}
+			ad->nrefused++;
 			e = palloc0(sizeof(SchemaEntry));
 			e->id = id;
 			e->error = pstrdup(edata->message);
@@ -1532,7 +1548,28 @@ schema_by_id(SeAvroDecoder *ad, KafkaDecoder *dec, int32 id)
 	e->id = id;
 	e->next = ad->entries;
 	ad->entries = e;			/* registered first: its avro-c objects are freed */
-	build_entry(ad, dec, e, json);
+	PG_TRY();
+	{
+		build_entry(ad, dec, e, json);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* never leave a half-built entry usable */
+		MemoryContextSwitchTo(ad->cxt);
+		edata = CopyErrorData();
+		free_entry_avro(e);
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INSUFFICIENT_RESOURCES)
+			ad->entries = e->next;	/* not the schema's fault: build it again */
+		else
+			e->error = psprintf("the schema cannot be used: %s", edata->message);
+		FreeErrorData(edata);
+		MemoryContextSwitchTo(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	return e;
 }
 
