@@ -444,7 +444,8 @@ leaf_info(const JsonbValue *t, LeafInfo *li)
 
 		if (!jget_int(t, "scale", &scale))
 			scale = 0;
-		if (scale >= 0 && scale <= precision)
+		/* numeric's own limit on the scale: larger is no decimal we can hold */
+		if (scale >= 0 && scale <= precision && scale <= NUMERIC_MAX_SCALE)
 		{
 			li->lt = LT_DECIMAL;
 			li->scale = scale;
@@ -602,6 +603,7 @@ conv_long(KafkaColumn *col, int64 v, const LeafInfo *li)
 				DateADT		d;
 
 				if (v < PG_INT32_MIN + (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) ||
+					v > PG_INT32_MAX ||
 					!IS_VALID_DATE(d = (DateADT) (v - (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE))))
 					ereport(ERROR,
 							(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -611,8 +613,10 @@ conv_long(KafkaColumn *col, int64 v, const LeafInfo *li)
 		case LT_TIME_MILLIS:
 		case LT_TIME_MICROS:
 			{
-				int64		us = li->lt == LT_TIME_MILLIS ? v * 1000 : v;
+				int64		us = v;
 
+				if (li->lt == LT_TIME_MILLIS && pg_mul_s64_overflow(v, 1000, &us))
+					us = -1;
 				if (v < 0 || us < 0 || us > USECS_PER_DAY)
 					ereport(ERROR,
 							(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -708,7 +712,7 @@ decimal_text(const unsigned char *b, size_t len, int scale)
 		}
 	}
 	/* repeated division by 10 of the big-endian magnitude */
-	digits = palloc(len * 3 + 2);
+	digits = palloc(len * 3 + scale + 2);
 	for (;;)
 	{
 		int			rem = 0;

@@ -78,7 +78,8 @@ Returns an AvroTAP::Registry: C<url>, C<port>, C<register($subject,
 $schema_json)> (returns the id), C<get($path)> (decoded JSON), C<stop>,
 C<start(@args)> (again, on the same port, with more arguments such as
 C<'--fail', 503>), C<fail($status)> (answer every request with $status
-from now on; 0: stop).
+from now on; 0: stop), C<redirect($url)> (answer schema requests with a
+redirect to $url; undef: stop).
 
 =cut
 
@@ -216,6 +217,13 @@ sub get
 {
 	my ($self, $path, @args) = @_;
 	return $self->_curl("$self->{url}$path", @{ $self->{auth} || [] }, @args);
+}
+
+sub redirect
+{
+	my ($self, $location) = @_;
+	return $self->_curl('-X', 'POST', '--data-binary',
+		JSON::PP::encode_json({ location => $location }), "$self->{url}/_test/redirect");
 }
 
 sub fail

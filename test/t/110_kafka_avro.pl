@@ -18,7 +18,7 @@ use AvroTAP;
 skip_unless_kafka();
 
 my $broker = start_broker('--partitions', '1', '--topic', 'plain', '--topic',
-	'orders', '--topic', 'down', '--topic', 'authed');
+	'orders', '--topic', 'down', '--topic', 'authed', '--topic', 'dec');
 my $node = stream_ext_node(
 	'avro',
 	max_worker_processes => 16,
@@ -98,6 +98,26 @@ is( sql(q{SELECT id, name, coalesce(country, '-'), amount, ts AT TIME ZONE 'UTC'
 is( sql(q{SELECT kind, n, amount, last AT TIME ZONE 'UTC' FROM clicks_by_kind ORDER BY kind}),
 	"buy|2|1000123.44|2023-11-14 22:13:20.123\nview|1|-0.05|1970-01-01 00:00:00",
 	'format avro: the continuous view equals the expected rows');
+
+# decimals at numeric's limits: scale 1000 (the largest numeric holds), and
+# a scale beyond it, which is no decimal PostgreSQL can hold: the logical
+# type is ignored, as Avro says of invalid ones, and the bytes stay bytes
+my $dec_schema = q({"type": "record", "name": "D", "fields": [
+  {"name": "tiny", "type": {"type": "bytes", "logicalType": "decimal", "precision": 1200, "scale": 1000}},
+  {"name": "big", "type": {"type": "fixed", "name": "F16", "size": 16, "logicalType": "decimal", "precision": 38, "scale": 0}},
+  {"name": "odd", "type": {"type": "bytes", "logicalType": "decimal", "precision": 3000, "scale": 2000}}]});
+(my $dec_sql = $dec_schema) =~ s/'/''/g;
+sql(qq{
+SELECT stream_ext.create_stream('decs', 'tiny numeric, big numeric, odd bytea');
+SELECT stream_ext.start_source(stream_ext.create_kafka_source('dec_src', 'decs', '${\ $broker->bootstrap}', 'dec', 'avro',
+  jsonb_build_object('schema', '$dec_sql'::jsonb)));
+});
+produce_files($broker, 'dec', [ avro_messages($dec_schema,
+	[ { tiny => '-7', big => '-170141183460469231731687303715884105728', odd => '1' } ], "$tmp/dec") ], 0);
+wait_for(total_stored('dec_src'), '1', 'decimals: consumed');
+is( sql(q{SELECT tiny::text = '-0.' || repeat('0', 999) || '7', length(tiny::text), big, odd FROM decs}),
+	't|1003|-170141183460469231731687303715884105728|\\x01',
+	'decimals: scale 1000, 16-byte two\'s complement, a scale beyond numeric\'s is bytes');
 
 # ---- format avro-confluent: schema evolution -------------------------------
 my %v;

@@ -22,7 +22,9 @@ with the JSON the registry itself answers:
 
 Test-only endpoints: GET /_test/requests (how many GET /schemas/ids/ it has
 answered, in all and by id), POST /_test/fail {"status": 503} (answer every later request with
-that status; 0: stop; --fail STATUS: from the start).  Schemas are kept in --state FILE (JSON) so that a
+that status; 0: stop; --fail STATUS: from the start), POST /_test/redirect
+{"location": URL} (answer GET /schemas/ids/ with a redirect to URL + the
+path; null: stop).  Schemas are kept in --state FILE (JSON) so that a
 registry stopped and started again on the same port still knows them.
 """
 import base64
@@ -34,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
 STATE = {"schemas": [], "subjects": {}}   # schemas[id-1] = text; subjects[s] = [ids]
-COUNTERS = {"ids": 0, "fail": 0, "by_id": {}}
+COUNTERS = {"ids": 0, "fail": 0, "by_id": {}, "redirect": None}
 STATE_FILE = None
 AUTH = None
 
@@ -95,6 +97,12 @@ class Handler(BaseHTTPRequestHandler):
                     i = int(parts[2])
                 except ValueError:
                     i = 0
+                if COUNTERS["redirect"]:
+                    self.send_response(302)
+                    self.send_header("Location", COUNTERS["redirect"] + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if 1 <= i <= len(STATE["schemas"]):
                     return self.answer(200, {"schema": STATE["schemas"][i - 1]})
                 return self.answer(404, {"error_code": 40403,
@@ -119,6 +127,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         parts = [p for p in self.path.split("?")[0].split("/") if p]
+        if parts == ["_test", "redirect"]:
+            COUNTERS["redirect"] = self.body().get("location")
+            return self.answer(200, {"redirect": COUNTERS["redirect"]})
         if parts == ["_test", "fail"]:
             COUNTERS["fail"] = int(self.body().get("status", 0))
             return self.answer(200, {"fail": COUNTERS["fail"]})
