@@ -81,7 +81,8 @@ url_part(CURLU *u, CURLUPart what)
 
 /*
  * Check a registry URL: syntax, scheme, no credentials, and for a
- * non-superuser role the allow-list.  ereports 22023 or 42501.
+ * non-superuser role the allow-list (role InvalidOid: the syntax only).
+ * ereports 22023 or 42501.
  */
 void
 se_registry_check_url(const char *url, Oid role)
@@ -148,7 +149,8 @@ se_registry_check_url(const char *url, Oid role)
 					 errmsg("schema registry URL must not have a query or fragment")));
 	}
 
-	if (se_allowed_registries != NULL && *se_skip_space(se_allowed_registries) != '\0' &&
+	if (OidIsValid(role) &&
+		se_allowed_registries != NULL && *se_skip_space(se_allowed_registries) != '\0' &&
 		!superuser_arg(role))
 	{
 		List	   *phosts,

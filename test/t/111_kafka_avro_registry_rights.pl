@@ -2,8 +2,8 @@
 # stream_ext.allowed_registries is checked at create as the caller and
 # before every registry request as the owner (a registry struck from the
 # list serves no new schema to the source: those messages become dead
-# letters saying so), and a registry's redirect is never followed (the
-# redirect's target sees no request).
+# letters saying so, also after the worker restarts), and a registry's
+# redirect is never followed (the redirect's target sees no request).
 use strict;
 use warnings;
 
@@ -77,13 +77,25 @@ is(sql(q{SELECT string_agg(n::text, ',' ORDER BY n) FROM ev}), '1,3',
 	'a schema fetched while allowed stays cached');
 is($reg->get('/_test/requests')->{by_id}{2}, undef, 'the registry saw no request for id 2');
 
+# a worker started while its registry is not allowed still runs: the
+# messages whose schemas it would have to fetch are the dead letters
+sql(q{SET ROLE alice; SELECT stream_ext.stop_source('alice_src');});
+wait_for(q{SELECT count(*) FROM stream_ext.kafka_worker_stats()}, '0', 'worker stopped');
+sql(q{SET ROLE alice; SELECT stream_ext.start_source('alice_src');});
+produce_v(1, 'm4');
+wait_for(total_stored('alice_src'), '4', 'restarted worker: consumed');
+is( sql(q{SELECT s.state, d.error FROM stream_ext.source_status s, stream_ext.dead_letters d
+           WHERE s.source = 'alice_src' AND d.source = 'alice_src' AND d."offset" = 3}),
+	'running|permission denied to connect to schema registry "127.0.0.1"',
+	'a restarted worker runs, and a schema it has not cached is a dead letter');
+
 # a redirect is not followed, whatever it points to
 sql(q{ALTER SYSTEM RESET stream_ext.allowed_registries; SELECT pg_reload_conf();});
 sleep 1;
 $reg->redirect($other_url);
-produce_v(3, 'm4');
-wait_for(total_stored('alice_src'), '4', 'redirect: consumed');
-is( sql(q{SELECT error FROM stream_ext.dead_letters WHERE source = 'alice_src' AND "offset" = 3}),
+produce_v(3, 'm5');
+wait_for(total_stored('alice_src'), '5', 'redirect: consumed');
+is( sql(q{SELECT error FROM stream_ext.dead_letters WHERE source = 'alice_src' AND "offset" = 4}),
 	'schema registry refused schema id 3: HTTP status 302',
 	'a redirect is a refusal');
 is($other->get('/_test/requests')->{ids}, 0, 'the redirect target saw no request');
