@@ -24,6 +24,9 @@
 #   w5       1 hopping-window view: stream_ext.hop(ts, '10 min', '2 min'),
 #            count(*), sum(v) by k, window (skipped when stream_ext.hop()
 #            does not exist)
+#   w1_noretain, w4_noretain   w1 and w4 over a stream that stores no rows
+#            (create_stream(..., retain => false)).  Their views are checked against the same query over the input
+#            rows themselves, the stream being empty.
 # Batch sizes (BENCH_BATCHES):
 #   10000, 100   server-side COPY ev (k, ts, v) FROM '<file>' per batch,
 #                one statement (= one transaction) per batch
@@ -46,7 +49,7 @@
 #
 # Environment (all optional):
 #   BENCH_REPS=5  BENCH_ROWS_10000=500000  BENCH_ROWS_100=50000  BENCH_ROWS_1=3000
-#   BENCH_WORKLOADS="raw w1 w1_hand w1_row w2 w3 w4 w4_hand w5"
+#   BENCH_WORKLOADS="raw w1 w1_hand w1_row w2 w3 w4 w4_hand w5 w1_noretain w4_noretain"
 #   BENCH_BATCHES="10000 100 1"   BENCH_ROW_TRIGGER_SHARE=4 (w1_row loads
 #   1/4 of the rows: it is slow)
 #   BENCH_REFRESH=1  BENCH_REFRESH_BASE=2000000  BENCH_REFRESH_BATCHES=3
@@ -73,7 +76,7 @@ if [[ -n ${BENCH_SMOKE:-} ]]; then
 	: "${BENCH_REFRESH_BASE:=20000}" "${BENCH_REFRESH_BATCHES:=1}" "${BENCH_LAT_SECONDS:=1}" "${BENCH_LAT_RATE:=5000}"
 fi
 REPS=${BENCH_REPS:-5}
-WORKLOADS=${BENCH_WORKLOADS:-raw w1 w1_hand w1_row w2 w3 w4 w4_hand w5}
+WORKLOADS=${BENCH_WORKLOADS:-raw w1 w1_hand w1_row w2 w3 w4 w4_hand w5 w1_noretain w4_noretain}
 BATCHES=${BENCH_BATCHES:-10000 100 1}
 ROW_SHARE=${BENCH_ROW_TRIGGER_SHARE:-4}
 declare -A ROWS=(
@@ -208,18 +211,24 @@ workload_sql() {
 	local i
 	case $1 in
 	raw) ;;
-	w1) echo "CREATE VIEW cv_1 WITH (continuous) AS $W1_QUERY;" ;;
+	w1 | w1_noretain) echo "CREATE VIEW cv_1 WITH (continuous) AS $W1_QUERY;" ;;
 	w1_hand) hand_sql 1 ;;
 	w1_row) row_sql ;;
 	w2) echo "CREATE VIEW cv_1 WITH (continuous) AS $W2_QUERY;" ;;
 	w3) echo "CREATE VIEW cv_1 WITH (continuous) AS $W3_QUERY;" ;;
-	w4) for i in $(seq 1 10); do
+	w4 | w4_noretain) for i in $(seq 1 10); do
 		echo "CREATE VIEW cv_$i WITH (continuous) AS SELECT $KEYS, $(agg_list "$i") FROM ev GROUP BY k, minute;"
 	    done ;;
 	w4_hand) for i in $(seq 1 10); do hand_sql "$i"; done ;;
 	w5) echo "CREATE VIEW cv_1 WITH (continuous) AS $W5_QUERY;" ;;
 	*) die "unknown workload $1" ;;
 	esac
+}
+
+# the retain argument of create_stream() for workload $1
+retain_arg() {
+	[[ $1 == *_noretain ]] && echo ", retain => false"
+	return 0
 }
 
 # rows workload $1 loads at batch size $2
@@ -235,13 +244,18 @@ rows_of() {
 
 # SQL checking the state after loading $1 rows (+1 warm-up row) with
 # workload $2: the stream's row count, and the first view (or summary table)
-# against its query over the stream.
+# against its query over the stream (over the input rows for *_noretain).
 check_sql() {
-	local n=$(($1 + 1)) w=$2 q=
+	local w=$2 q= stored=$(($1 + 1)) src=ev
+	if [[ $w == *_noretain ]]; then
+		# the stream keeps nothing: compare with the rows loaded and the warm-up row
+		stored=0
+		src="(SELECT * FROM bench_input.rows(1, $1) UNION ALL VALUES (-1, timestamptz '1999-01-01 00:00:00+00', 0)) ev"
+	fi
 	echo "DO \$c\$ DECLARE got bigint; BEGIN"
-	echo "  SELECT count(*) INTO got FROM ev; IF got <> $n THEN RAISE EXCEPTION 'stream holds % rows, expected $n', got; END IF;"
+	echo "  SELECT count(*) INTO got FROM ev; IF got <> $stored THEN RAISE EXCEPTION 'stream holds % rows, expected $stored', got; END IF;"
 	case $w in
-	w1 | w4) q=$W1_QUERY ;;
+	w1 | w4 | w1_noretain | w4_noretain) q="SELECT $KEYS, $(agg_list 1) FROM $src GROUP BY k, minute" ;;
 	w2) q=$W2_QUERY ;;
 	w3) q=$W3_QUERY ;;
 	w5) q=$W5_QUERY ;;
@@ -253,8 +267,8 @@ check_sql() {
 		echo "  SELECT count(*) INTO got FROM ((TABLE cv_1 EXCEPT ALL $q) UNION ALL ($q EXCEPT ALL TABLE cv_1)) d;"
 		echo "  IF got <> 0 THEN RAISE EXCEPTION 'cv_1 differs from its query in % rows', got; END IF;"
 	fi
-	if [[ $w == w4 ]]; then
-		echo "  SELECT count(*) INTO got FROM (TABLE cv_10 EXCEPT ALL SELECT $KEYS, $(agg_list 10) FROM ev GROUP BY k, minute) d;"
+	if [[ $w == w4 || $w == w4_noretain ]]; then
+		echo "  SELECT count(*) INTO got FROM (TABLE cv_10 EXCEPT ALL SELECT $KEYS, $(agg_list 10) FROM $src GROUP BY k, minute) d;"
 		echo "  IF got <> 0 THEN RAISE EXCEPTION 'cv_10 differs from its query in % rows', got; END IF;"
 	fi
 	echo "END \$c\$;"
@@ -320,7 +334,7 @@ measure() {
 		echo "DROP SCHEMA IF EXISTS $SCHEMA CASCADE;"
 		echo "CREATE SCHEMA $SCHEMA;"
 		echo "SET search_path = $SCHEMA, public;"
-		echo "SELECT stream_ext.create_stream('$SCHEMA.ev', 'k int, ts timestamptz, v int') \\g /dev/null"
+		echo "SELECT stream_ext.create_stream('$SCHEMA.ev', 'k int, ts timestamptz, v int'$(retain_arg "$w")) \\g /dev/null"
 		workload_sql "$w"
 		echo "INSERT INTO ev (k, ts, v) VALUES (-1, '1999-01-01 00:00:00+00', 0);"
 		echo "CHECKPOINT;"
@@ -470,7 +484,9 @@ INSERT INTO ord VALUES
   ('w3', 7, 'W3: no grouping'),
   ('w4', 8, 'W4: 10 W1-style views'),
   ('w4_hand', 9, 'W4 by 10 hand-written statement triggers'),
-  ('w5', 10, 'W5: hopping window (10 min, slide 2 min)');
+  ('w5', 10, 'W5: hopping window (10 min, slide 2 min)'),
+  ('w1_noretain', 11, 'W1 over a stream that stores no rows (retain => false)'),
+  ('w4_noretain', 12, 'W4 over a stream that stores no rows (retain => false)');
 CREATE FUNCTION pg_temp.ev(b int, w text) RETURNS float8 LANGUAGE sql AS
   \$\$ SELECT evs FROM r WHERE batch = b AND workload = w \$\$;
 CREATE FUNCTION pg_temp.ratio(x float8, y float8) RETURNS text LANGUAGE sql AS
@@ -516,6 +532,15 @@ SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |', b,
               pg_temp.prt(b, 'w4', 'raw'), pg_temp.prt(b, 'w4', 'w4_hand'),
               pg_temp.prt(b, 'w5', 'raw'))
   FROM (SELECT DISTINCT batch AS b FROM r) s ORDER BY b DESC;
+SELECT '';
+SELECT '| batch | W1 no-retain / raw | W1 no-retain / W1 | W4 no-retain / raw | W4 no-retain / W4 |'
+ WHERE EXISTS (SELECT FROM r WHERE workload LIKE '%\_noretain');
+SELECT '|------:|-------------------:|------------------:|-------------------:|------------------:|'
+ WHERE EXISTS (SELECT FROM r WHERE workload LIKE '%\_noretain');
+SELECT format('| %s | %s | %s | %s | %s |', b,
+              pg_temp.prt(b, 'w1_noretain', 'raw'), pg_temp.prt(b, 'w1_noretain', 'w1'),
+              pg_temp.prt(b, 'w4_noretain', 'raw'), pg_temp.prt(b, 'w4_noretain', 'w4'))
+  FROM (SELECT DISTINCT batch AS b FROM r WHERE workload LIKE '%\_noretain') s ORDER BY b DESC;
 SELECT '';
 SELECT '### Produce -> visible latency';
 SELECT '';

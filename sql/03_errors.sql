@@ -45,7 +45,7 @@ CREATE VIEW bad WITH (continuous) AS SELECT k, count(*) FROM s WHERE random() < 
 
 -- options
 CREATE VIEW bad WITH (continuous, nonsense = 1) AS SELECT count(*) FROM s;
-CREATE OR REPLACE VIEW bad WITH (continuous) AS SELECT count(*) FROM s;
+CREATE OR REPLACE VIEW plain_table WITH (continuous) AS SELECT count(*) FROM s;
 CREATE TEMP VIEW bad WITH (continuous) AS SELECT count(*) FROM s;
 CREATE VIEW bad (a, b) WITH (continuous) AS SELECT count(*) FROM s;
 CREATE VIEW s WITH (continuous) AS SELECT count(*) FROM s;

@@ -364,13 +364,21 @@ catalog_view_owners(Oid relid)
 	return result;
 }
 
+/*
+ * A new stream; retain = false: one that stores no rows (no retention
+ * either).  Only create_stream() of 0.3 passes false, so a module newer than
+ * the installed script never names the retain column before it exists.
+ */
 void
-catalog_insert_stream(Oid relid)
+catalog_insert_stream(Oid relid, bool retain)
 {
 	SeRunAs		runas;
 
 	se_run_as_catalog_owner(&runas);
-	catalog_query_oid("INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)",
+	catalog_query_oid(retain ?
+					  "INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)" :
+					  "INSERT INTO stream_ext.stream_catalog (stream, retain, retention)"
+					  " VALUES ($1, false, NULL)",
 					  relid, true);
 	se_restore(&runas);
 }
@@ -519,6 +527,102 @@ bool
 catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 {
 	return lookup_view(false, viewid, entry, mcxt);
+}
+
+/*
+ * Forget continuous view viewid: its row in view_catalog (and with it, by
+ * their foreign keys, its sessions, lateness, watermark and late rows) and
+ * in invalid_objects.  For CREATE OR REPLACE (ddl/replace_view.c), which
+ * keeps the view itself.
+ */
+void
+catalog_forget_view(Oid viewid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	SeRunAs		runas;
+
+	se_run_as_catalog_owner(&runas);
+	SPI_connect();
+	if (SPI_execute_with_args("DELETE FROM stream_ext.view_catalog WHERE view = $1",
+							  1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE ||
+		(has_catalog_table("invalid_objects") &&
+		 SPI_execute_with_args("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
+							   1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE))
+		elog(ERROR, "could not remove continuous view %u from stream_ext's catalog", viewid);
+	SPI_finish();
+	se_restore(&runas);
+}
+
+/*
+ * The tables stream_ext keeps for continuous view or transform relid: the
+ * materialization and side tables of a view, the output table of a
+ * transform.
+ */
+List *
+catalog_view_parts(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
+						   " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
+						   "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1");
+	if (has_transform_catalog())
+		appendStringInfoString(&sql,
+							   " UNION ALL SELECT output_table::pg_catalog.oid FROM stream_ext.transform_catalog"
+							   " WHERE transform = $1 AND output_table IS NOT NULL");
+	SPI_connect();
+	if (SPI_execute_with_args(sql.data, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			part = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		result = lappend_oid(result, part);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * The recorded definition (a SELECT) of continuous view viewid, in the
+ * caller's memory context, and its stream in *streamid; NULL if viewid is
+ * none.
+ */
+char *
+catalog_view_definition(Oid viewid, Oid *streamid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *result = NULL;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT definition, stream::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed");
+	if (SPI_processed > 0)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		bool		isnull;
+
+		*streamid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 2, &isnull));
+		if (v != NULL)
+			result = MemoryContextStrdup(cxt, v);
+	}
+	SPI_finish();
+	return result;
 }
 
 
@@ -701,17 +805,74 @@ catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 	SeRunAs		runas;
 	int			rc;
 
+	char		nulls[4] = {' ', ttl ? ' ' : 'n', ttl_column ? ' ' : 'n', ttl_sql ? ' ' : 'n'};
+
 	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = IntervalPGetDatum(ttl);
-	values[2] = CStringGetTextDatum(ttl_column);
-	values[3] = CStringGetTextDatum(ttl_sql);
+	values[1] = ttl ? IntervalPGetDatum(ttl) : (Datum) 0;
+	values[2] = ttl_column ? CStringGetTextDatum(ttl_column) : (Datum) 0;
+	values[3] = ttl_sql ? CStringGetTextDatum(ttl_sql) : (Datum) 0;
 	se_run_as_catalog_owner(&runas);
 	SPI_connect();
 	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
 							   " WHERE view = $1",
-							   4, argtypes, values, NULL, false, 0);
+							   4, argtypes, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "could not record the TTL of continuous view %u", viewid);
+	SPI_finish();
+	se_restore(&runas);
+}
+
+/* has continuous view viewid a TTL?  an allowed_lateness? */
+static bool
+view_has(Oid viewid, const char *sql)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	bool		result;
+
+	SPI_connect();
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "stream_ext catalog query failed");
+	result = SPI_processed > 0;
+	SPI_finish();
+	return result;
+}
+
+bool
+catalog_view_has_ttl(Oid viewid)
+{
+	return view_has(viewid, "SELECT FROM stream_ext.view_catalog WHERE view = $1 AND ttl_sql IS NOT NULL");
+}
+
+bool
+catalog_view_has_lateness(Oid viewid)
+{
+	return has_catalog_table("lateness_views") &&
+		view_has(viewid, "SELECT FROM stream_ext.lateness_views WHERE view = $1");
+}
+
+/*
+ * ALTER VIEW v SET (option = value) (ddl/alter_view.c): the catalog value
+ * that maintenance reads; (Datum) 0 stores NULL.  option is ttl, notify
+ * (view_catalog) or allowed_lateness (lateness_views).
+ */
+void
+catalog_update_view_option(Oid viewid, const char *option, Oid type, Datum value)
+{
+	Oid			argtypes[2] = {OIDOID, type};
+	Datum		values[2] = {ObjectIdGetDatum(viewid), value};
+	char		nulls[2] = {' ', value == (Datum) 0 ? 'n' : ' '};
+	const char *table = strcmp(option, "allowed_lateness") == 0 ?
+		"lateness_views" : "view_catalog";
+	SeRunAs		runas;
+
+	se_run_as_catalog_owner(&runas);
+	SPI_connect();
+	if (SPI_execute_with_args(psprintf("UPDATE stream_ext.%s SET %s = $2 WHERE view = $1",
+									   table, quote_identifier(option)),
+							  2, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record option %s of continuous view %u", option, viewid);
 	SPI_finish();
 	se_restore(&runas);
 }

@@ -39,7 +39,7 @@ extern void catalog_report_needs_update(const char *feature) pg_attribute_noretu
 extern void catalog_require_table(const char *name, const char *feature);
 extern char *catalog_view_in_schema(Oid nspid);
 extern List *catalog_view_owners(Oid relid);
-extern void catalog_insert_stream(Oid relid);
+extern void catalog_insert_stream(Oid relid, bool retain);
 extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 								List *aux_tables, const char *definition,
 								const char *maintain_sql, List *distinct_sql);
@@ -56,6 +56,13 @@ extern void catalog_read_latest_begin(void);
 extern void catalog_read_latest_end(void);
 extern bool catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry,
 								MemoryContext mcxt);
+extern char *catalog_view_definition(Oid viewid, Oid *streamid);
+extern void catalog_forget_view(Oid viewid);
+extern List *catalog_view_parts(Oid relid);
+extern bool catalog_view_has_ttl(Oid viewid);
+extern bool catalog_view_has_lateness(Oid viewid);
+extern void catalog_update_view_option(Oid viewid, const char *option, Oid type,
+									   Datum value);
 /* TTL and retention (housekeeping/retention.c) */
 extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 								 const char *ttl_sql);

@@ -76,6 +76,8 @@ se_pin_settings(const char *timezone)
 	pin("DateStyle", "ISO, YMD");
 	pin("IntervalStyle", "postgres");
 	pin("extra_float_digits", "1");
+	/* the tables stream_ext creates store their rows (storage/discard_am.c) */
+	pin("default_table_access_method", "heap");
 	if (timezone != NULL)
 		pin("TimeZone", timezone);
 	return nestlevel;

@@ -44,6 +44,7 @@
 #include "core/security.h"
 #include "core/util.h"
 #include "ddl/create_view.h"
+#include "ddl/replace_view.h"
 #include "housekeeping/retention.h"
 #include "maintain/maintain.h"
 #include "maintain/transform.h"
@@ -260,17 +261,13 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	ListCell   *lc;
 	int			nestlevel;
 	SeRunAs		runas;
+	ReplaceState replace;
 
 	if (!stream_ext_installed())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"stream_ext\" is not installed in this database"),
 				 errhint("Run CREATE EXTENSION stream_ext.")));
-	if (stmt->replace)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("CREATE OR REPLACE is not supported for continuous views"),
-				 errhint("Drop the continuous view and create it again.")));
 	if (stmt->view->relpersistence != RELPERSISTENCE_PERMANENT)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -341,13 +338,14 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 */
 	LockRelationOid(plan.streamid, ShareRowExclusiveLock);
 
+	/* CREATE OR REPLACE of an existing continuous view (ddl/replace_view.c) */
+	replace_begin(stmt, &replace);
 	nspid = RangeVarGetAndCheckCreationNamespace(stmt->view, NoLock, &existing);
-	if (OidIsValid(existing))
+	if (OidIsValid(existing) && !replace.replacing)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_TABLE),
 				 errmsg("relation \"%s\" already exists", viewname)));
 	nspname = get_namespace_name(nspid);
-	definition = pg_get_querydef(query, true);
 	matrelname = ChooseRelationName(viewname, NULL, "mrel", nspid, false);
 
 	/*
@@ -356,6 +354,13 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 * under the pinned settings of src/core/security.c.
 	 */
 	nestlevel = se_pin_settings(NULL);
+
+	/*
+	 * The recorded definition names everything outside pg_catalog with its
+	 * schema, so that it can be analyzed again whatever the search_path
+	 * (stream_ext.combine(), distributed views).
+	 */
+	definition = pg_get_querydef(query, true);
 
 	SPI_connect();
 
@@ -408,11 +413,11 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 							   cv_distinct_sql(&plan, agg, mq, aq, sq));
 	}
 
-	se_run_sql(psprintf("CREATE VIEW %s AS %s", vq,
-					 session.enabled ?
-					 cv_view_select_sql(&plan, matrelid,
-										sessions_view_source_sql(&session, &plan, mq)) :
-					 window_view_select_sql(&plan, matrelid, mq)));
+	replace_define_view(&replace, vq,
+						session.enabled ?
+						cv_view_select_sql(&plan, matrelid,
+										   sessions_view_source_sql(&session, &plan, mq)) :
+						window_view_select_sql(&plan, matrelid, mq));
 	viewid = get_relname_relid(viewname, nspid);
 
 	maintain_sql = session.enabled ?

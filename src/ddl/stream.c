@@ -3,7 +3,9 @@
  * stream.c
  *	  Streams: append-only UNLOGGED staging tables that continuous views
  *	  read.  stream_ext.create_stream() and the trigger that keeps streams
- *	  append-only.
+ *	  append-only.  A stream is a heap table; one created with retain =>
+ *	  false uses the access method stream_ext_discard instead
+ *	  (storage/discard_am.c) and stores no rows.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +30,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "ddl/stream.h"
+#include "storage/discard_am.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_stream);
 PG_FUNCTION_INFO_V1(stream_ext_reject_stream_modification);
@@ -198,7 +201,9 @@ stream_name(text *name)
 }
 
 /*
- * stream_ext.create_stream(name text, columns text) RETURNS regclass
+ * stream_ext.create_stream(name text, columns text, retain boolean DEFAULT
+ * true) RETURNS regclass.  Installations of 0.2 and older call it with two
+ * arguments.
  */
 Datum
 stream_ext_create_stream(PG_FUNCTION_ARGS)
@@ -213,6 +218,7 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 	Oid			relid;
 	ObjectAddress streamaddr;
 	ObjectAddress extaddr;
+	bool		retain = true;
 
 	if (!stream_ext_preloaded)
 		ereport(ERROR,
@@ -224,6 +230,14 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s of stream_ext.create_stream() must not be null",
 						PG_ARGISNULL(0) ? "name" : "columns")));
+	if (PG_NARGS() > 2)
+	{
+		if (PG_ARGISNULL(2))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("retain of stream_ext.create_stream() must not be null")));
+		retain = PG_GETARG_BOOL(2);
+	}
 	name = PG_GETARG_TEXT_PP(0);
 	columns = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
@@ -234,6 +248,8 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 	stmt->relation = rv;
 	stmt->tableElts = parse_column_list(columns);
 	stmt->oncommit = ONCOMMIT_NOOP;
+	/* named, not default_table_access_method: retention DELETEs heap rows */
+	stmt->accessMethod = retain ? "heap" : DISCARD_AM_NAME;
 
 	/* the arrival-time column, filled at insert */
 	def = makeNode(Constraint);
@@ -268,7 +284,7 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 	ObjectAddressSet(extaddr, ExtensionRelationId, get_extension_oid("stream_ext", false));
 	recordDependencyOn(&streamaddr, &extaddr, DEPENDENCY_NORMAL);
 
-	catalog_insert_stream(relid);
+	catalog_insert_stream(relid, retain);
 
 	PG_RETURN_OID(relid);
 }

@@ -5,8 +5,10 @@
  *	  (continuous) to ddl/create_view.c, keeps users from breaking what
  *	  continuous views rely on (altering columns a view reads, touching
  *	  materializations, row-level security that would apply to a view's
- *	  owner), forgets catalog entries of dropped objects, repairs what
- *	  pg_restore leaves out when it creates a stream's triggers, and
+ *	  owner, the access method of a stream), says when a new view of a
+ *	  stream that stores no rows starts empty, forgets catalog entries of
+ *	  dropped objects, repairs what pg_restore leaves out when it creates
+ *	  a stream's triggers, and
  *	  schedules or unschedules the pg_cron job of run_maintenance() with
  *	  CREATE / ALTER / DROP EXTENSION (housekeeping/retention.c).
  *
@@ -14,6 +16,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -25,11 +28,14 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "ddl/alter_view.h"
 #include "ddl/create_view.h"
+#include "ddl/replace_view.h"
 #include "ddl/restore.h"
 #include "ddl/utility.h"
 #include "housekeeping/retention.h"
 #include "maintain/maintain.h"
+#include "storage/discard_am.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -101,6 +107,19 @@ check_alter(Node *parsetree)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot alter \"%s\": it is the materialization of a continuous view",
 							stmt->relation->relname)));
+		}
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+
+			/* a stream's access method is what retain => false chose */
+			if (cmd->subtype == AT_SetAccessMethod && catalog_is_stream(relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change the access method of stream \"%s\"",
+								stmt->relation->relname),
+						 errdetail("Whether a stream stores its rows is fixed when it is created."),
+						 errhint("Create a new stream with stream_ext.create_stream(..., retain => true or false).")));
 		}
 		if (!is_stream_with_views(relid))
 			return;
@@ -202,6 +221,29 @@ check_alter(Node *parsetree)
 }
 
 /*
+ * A plain CREATE OR REPLACE VIEW must not swap the query of a continuous
+ * view or transform for another: the view would no longer show what its
+ * materialization and triggers maintain.  pg_restore's own (the view's
+ * definition, over its materialization) is let through.
+ */
+static void
+check_replace_view(ViewStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->view, NoLock, true);
+
+	if (OidIsValid(relid) && OidIsValid(catalog_stream_of(relid)) &&
+		!replace_reads_own_parts(relid, stmt->query))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a continuous %s", stmt->view->relname,
+						catalog_is_transform(relid) ? "transform" : "view"),
+				 catalog_is_transform(relid) ?
+				 errhint("Drop the continuous transform and create it again.") :
+				 errhint("Use CREATE OR REPLACE VIEW %s WITH (continuous) AS ... to change its query.",
+						 stmt->view->relname)));
+}
+
+/*
  * DROP VIEW of continuous views and transforms: lock their streams first.
  *
  * Writers lock the stream, then (in the maintenance trigger) the
@@ -233,6 +275,33 @@ lock_streams_of_dropped_views(DropStmt *stmt)
 		if (OidIsValid(streamid))
 			LockRelationOid(streamid, AccessExclusiveLock);
 	}
+}
+
+/*
+ * A continuous view or transform just created on a stream that stores no
+ * rows (retain => false) was backfilled from nothing: say so.
+ */
+static void
+notice_nothing_backfilled(RangeVar *view)
+{
+	Oid			viewid;
+	Oid			streamid = InvalidOid;
+
+	/* see what CREATE VIEW has just written */
+	CommandCounterIncrement();
+	viewid = RangeVarGetRelid(view, NoLock, true);
+	if (OidIsValid(viewid))
+	{
+		catalog_read_latest_begin();
+		streamid = catalog_stream_of(viewid);
+		catalog_read_latest_end();
+	}
+	if (OidIsValid(streamid) && se_rel_discards_rows(streamid))
+		ereport(NOTICE,
+				(errmsg("stream \"%s\" does not retain rows: \"%s\" starts empty",
+						get_rel_name(streamid), view->relname),
+				 errdetail("Rows inserted before now went only to what existed then; \"%s\" gets the rows inserted from now on.",
+						   view->relname)));
 }
 
 /* stream_ext.maintain, transform or reject_stream_modification? */
@@ -286,17 +355,30 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			{
 				ddl_create_view(stmt, cvopts, queryString,
 								pstmt->stmt_location, pstmt->stmt_len);
+				notice_nothing_backfilled(stmt->view);
 				if (qc)
 					SetQueryCompletion(qc, CMDTAG_CREATE_VIEW, 0);
 				return;			/* schedule is false: not an extension statement */
 			}
 		}
+		if (stmt->replace && !ddl_replacing_view() && stream_ext_installed())
+			check_replace_view(stmt);
 	}
 	else if (IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt) ||
 			 IsA(parsetree, AlterObjectSchemaStmt))
 	{
 		if (stream_ext_installed())
+		{
+			/* ALTER VIEW v SET (ttl = ...): ddl/alter_view.c */
+			if (IsA(parsetree, AlterTableStmt) &&
+				ddl_alter_view_options((AlterTableStmt *) parsetree))
+			{
+				if (qc)
+					SetQueryCompletion(qc, CMDTAG_ALTER_VIEW, 0);
+				return;
+			}
 			check_alter(parsetree);
+		}
 	}
 	else if (IsA(parsetree, DropStmt))
 	{

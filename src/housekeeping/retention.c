@@ -13,7 +13,8 @@
  *		in-flight insert is updating is left for the next run, so TTL
  *		never waits for writers and cannot deadlock with them.
  *	  - Retention: stream_ext.set_retention(stream, interval) bounds how
- *		long raw rows stay in a stream (default 1 hour; NULL keeps them).
+ *		long raw rows stay in a stream (default 1 hour; NULL keeps them;
+ *		a stream created with retain => false has none and no retention).
  *		Raw rows are only read when a new view is backfilled, maintenance
  *		reads the transition table.  Expired rows are removed by a plain
  *		DELETE on arrival_timestamp (RowExclusiveLock: inserts go on;
@@ -71,6 +72,7 @@
 #include "core/security.h"
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
+#include "storage/discard_am.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_set_retention);
 PG_FUNCTION_INFO_V1(stream_ext_run_maintenance);
@@ -304,6 +306,12 @@ stream_ext_set_retention(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of stream \"%s\"", get_rel_name(relid))));
+	if (!PG_ARGISNULL(1) && se_rel_discards_rows(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream \"%s\" does not retain rows", get_rel_name(relid)),
+				 errdetail("It was created with retain => false: its rows are not stored, so there are none to expire."),
+				 errhint("Only NULL (no retention) applies to it.")));
 	if (!PG_ARGISNULL(1))
 	{
 		Interval   *zero = palloc0(sizeof(Interval));

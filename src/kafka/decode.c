@@ -25,6 +25,9 @@
  *			Avro records (avro_decode.c); columns map to fields by name or
  *			by the "paths" option, like JSON.
  *
+ * Timestamps (json, csv): ISO 8601 ones are read by time_input.c, numbers
+ * are Unix time with the option epoch_unit (field_value()).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -32,9 +35,12 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
+#include "common/jsonapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/jsonfuncs.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -44,6 +50,7 @@
 #include "core/util.h"
 #include "kafka/avro_decode.h"
 #include "kafka/decode.h"
+#include "kafka/time_input.h"
 
 static int
 find_column(TupleDesc tupdesc, const char *name)
@@ -237,6 +244,13 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 		}
 	}
 
+	dec->epoch_unit_usecs = opts->epoch_unit_usecs;
+	if (opts->epoch_unit_usecs != 0 &&
+		format != KAFKA_FORMAT_JSON && format != KAFKA_FORMAT_CSV)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"epoch_unit\" applies only to formats \"json\" and \"csv\"")));
+
 	if (dec->ndata == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -314,6 +328,55 @@ static inline Datum
 input_value(KafkaColumn *col, char *str)
 {
 	return InputFunctionCall(&col->input, str, col->typioparam, col->typmod);
+}
+
+/*
+ * The value of a payload field for column col: a number (a JSON number, an
+ * unquoted CSV number) into a timestamp, timestamptz or date column is Unix
+ * time when the source has epoch_unit; ISO 8601 timestamps are read by
+ * kafka_fast_timestamp(); everything else goes through the input function.
+ */
+static Datum
+field_value(KafkaDecoder *dec, KafkaColumn *col, char *text, bool is_number)
+{
+	Timestamp	ts;
+
+	switch (col->typid)
+	{
+		case TIMESTAMPTZOID:
+		case TIMESTAMPOID:
+			if (is_number && dec->epoch_unit_usecs != 0)
+				ts = kafka_epoch_timestamp(text, dec->epoch_unit_usecs);
+			else if (!kafka_fast_timestamp(text, col->typid == TIMESTAMPTZOID, &ts))
+				break;
+			AdjustTimestampForTypmod(&ts, col->typmod);
+			return TimestampGetDatum(ts);
+		case DATEOID:
+			if (is_number && dec->epoch_unit_usecs != 0)
+				return DirectFunctionCall1(timestamp_date,
+										   TimestampGetDatum(kafka_epoch_timestamp(text,
+																				   dec->epoch_unit_usecs)));
+			break;
+		default:
+			break;
+	}
+	return input_value(col, text);
+}
+
+/* an unquoted CSV field that is a decimal number (for epoch_unit) */
+static bool
+csv_number(const char *s)
+{
+	bool		digit = false;
+
+	if (*s == '-' || *s == '+')
+		s++;
+	for (; *s >= '0' && *s <= '9'; s++)
+		digit = true;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digit = true;
+	return digit && *s == '\0';
 }
 
 /* the value for a metadata column */
@@ -399,14 +462,258 @@ kafka_jsonb_value_text(JsonbValue *v)
 	return NULL;
 }
 
+/*
+ * JSON: one pass of PostgreSQL's JSON parser (common/jsonapi.h) over the
+ * payload, keeping only the values found at the columns' paths -- no jsonb
+ * is built.  The result is the one jsonb_in() followed by key lookups gave:
+ * the whole payload must be valid JSON (same error), the root must be an
+ * object, a key given twice counts by its last value (for a path, the last
+ * value of each key along it), a path through an array or a scalar is not
+ * found, and the text handed to a column's input function is the same:
+ * strings unescaped, numbers as numeric_out() writes them, objects and
+ * arrays as jsonb's text.
+ */
+typedef struct JsonPick
+{
+	KafkaDecoder *dec;
+	JsonLexContext *lex;
+	int			maxdepth;		/* longest path */
+	int			depth;			/* containers open; the root object is 1 */
+	bool		broken;			/* a container above is an array: no match */
+	int			broken_at;		/* the depth where that array was opened */
+	char	  **keys;			/* keys[d - 1]: current key at depth d */
+	char	  **starts;			/* starts[d - 1]: text of the container at d */
+	bool		root_seen;
+	bool		root_not_object;
+	char	  **text;			/* per column: the value's text, or NULL */
+	bool	   *found;
+	bool	   *number;			/* per column: the value is a JSON number */
+} JsonPick;
+
+/* does column col's path end at the current key of depth d? */
+static bool
+pick_matches(JsonPick *st, KafkaColumn *col, int d)
+{
+	if (col->role != KCOL_DATA || col->npath != d || st->broken)
+		return false;
+	for (int k = 0; k < d; k++)
+	{
+		if (st->keys[k] == NULL ||
+			strlen(st->keys[k]) != (size_t) col->pathlen[k] ||
+			memcmp(st->keys[k], col->path[k], col->pathlen[k]) != 0)
+			return false;
+	}
+	return true;
+}
+
+static void
+pick_value(JsonPick *st, int d, char *text, bool number)
+{
+	for (int i = 0; i < st->dec->ncolumns; i++)
+	{
+		if (pick_matches(st, &st->dec->columns[i], d))
+		{
+			st->found[i] = true;
+			st->text[i] = text;
+			st->number[i] = number;
+		}
+	}
+}
+
+static void
+pick_container_start(JsonPick *st, bool is_array)
+{
+	if (!st->root_seen)
+	{
+		st->root_seen = true;
+		st->root_not_object = is_array;
+	}
+	st->depth++;
+	if (st->depth <= st->maxdepth + 1)
+	{
+		st->starts[st->depth - 1] = st->lex->token_start;
+		st->keys[st->depth - 1] = NULL;
+	}
+	if (is_array && !st->broken)
+	{
+		st->broken = true;
+		st->broken_at = st->depth;
+	}
+}
+
+static void
+pick_container_end(JsonPick *st, bool is_array)
+{
+	int			d = st->depth;
+
+	if (is_array && st->broken && st->broken_at == d)
+		st->broken = false;
+	st->depth--;
+	/* an object or array as the value of a column's path: its jsonb text */
+	if (d >= 2 && d - 1 <= st->maxdepth && !st->broken)
+	{
+		for (int i = 0; i < st->dec->ncolumns; i++)
+		{
+			if (pick_matches(st, &st->dec->columns[i], d - 1))
+			{
+				char	   *raw = pnstrdup(st->starts[d - 1],
+										   st->lex->prev_token_terminator - st->starts[d - 1]);
+				Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																	CStringGetDatum(raw)));
+
+				st->found[i] = true;
+				st->text[i] = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+				st->number[i] = false;
+			}
+		}
+	}
+}
+
+static void
+pick_object_start(void *state)
+{
+	pick_container_start((JsonPick *) state, false);
+}
+
+static void
+pick_object_end(void *state)
+{
+	pick_container_end((JsonPick *) state, false);
+}
+
+static void
+pick_array_start(void *state)
+{
+	pick_container_start((JsonPick *) state, true);
+}
+
+static void
+pick_array_end(void *state)
+{
+	pick_container_end((JsonPick *) state, true);
+}
+
+static void
+pick_field_start(void *state, char *fname, bool isnull)
+{
+	JsonPick   *st = (JsonPick *) state;
+	int			d = st->depth;
+
+	if (d > st->maxdepth || st->broken)
+		return;
+	st->keys[d - 1] = fname;
+	/* a repeated key: what an earlier value of it gave is forgotten */
+	for (int i = 0; i < st->dec->ncolumns; i++)
+	{
+		KafkaColumn *col = &st->dec->columns[i];
+		bool		under = col->role == KCOL_DATA && col->npath >= d;
+
+		for (int k = 0; under && k < d; k++)
+			under = strlen(st->keys[k]) == (size_t) col->pathlen[k] &&
+				memcmp(st->keys[k], col->path[k], col->pathlen[k]) == 0;
+		if (under)
+		{
+			st->found[i] = false;
+			st->text[i] = NULL;
+		}
+	}
+}
+
+/* numeric_out()'s text of a JSON number, without a numeric when it is the same */
+static char *
+json_number_text(char *token)
+{
+	const char *p = token;
+	bool		nonzero = false;
+
+	if (*p == '-')
+		p++;
+	for (; *p; p++)
+	{
+		if (*p >= '1' && *p <= '9')
+			nonzero = true;
+		else if (*p != '0' && *p != '.')
+			break;				/* an exponent */
+	}
+	if (*p == '\0' && (token[0] != '-' || nonzero))
+		return token;
+	return DatumGetCString(DirectFunctionCall1(numeric_out,
+											   DirectFunctionCall3(numeric_in,
+																   CStringGetDatum(token),
+																   ObjectIdGetDatum(InvalidOid),
+																   Int32GetDatum(-1))));
+}
+
+static void
+pick_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	JsonPick   *st = (JsonPick *) state;
+	int			d = st->depth;
+
+	if (!st->root_seen)
+	{
+		st->root_seen = true;
+		st->root_not_object = true;
+		return;
+	}
+	if (d > st->maxdepth || st->broken)
+		return;
+	switch (tokentype)
+	{
+		case JSON_TOKEN_NULL:
+			pick_value(st, d, NULL, false);
+			break;
+		case JSON_TOKEN_NUMBER:
+			{
+				bool		wanted = false;
+
+				for (int i = 0; i < st->dec->ncolumns && !wanted; i++)
+					wanted = pick_matches(st, &st->dec->columns[i], d);
+				/* Unix time reads the number as written (errors show it) */
+				if (wanted)
+					pick_value(st, d, st->dec->epoch_unit_usecs != 0 ? token :
+							   json_number_text(token), true);
+			}
+			break;
+		default:
+			/* strings come unescaped; true and false as themselves */
+			pick_value(st, d, token, false);
+			break;
+	}
+}
+
 static void
 decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 {
 	char	   *str = payload_cstring(msg->payload, msg->len);
-	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
+	JsonPick	st = {0};
+	JsonSemAction sem = {0};
+	JsonParseErrorType rc;
 	int			i;
 
-	if (!JB_ROOT_IS_OBJECT(jb))
+	st.dec = dec;
+	for (i = 0; i < dec->ncolumns; i++)
+		if (dec->columns[i].role == KCOL_DATA)
+			st.maxdepth = Max(st.maxdepth, dec->columns[i].npath);
+	st.keys = palloc0(sizeof(char *) * (st.maxdepth + 1));
+	st.starts = palloc0(sizeof(char *) * (st.maxdepth + 1));
+	st.text = palloc0(sizeof(char *) * dec->ncolumns);
+	st.found = palloc0(sizeof(bool) * dec->ncolumns);
+	st.number = palloc0(sizeof(bool) * dec->ncolumns);
+	st.lex = makeJsonLexContextCstringLen(str, (int) msg->len, GetDatabaseEncoding(), true);
+
+	sem.semstate = &st;
+	sem.object_start = pick_object_start;
+	sem.object_end = pick_object_end;
+	sem.array_start = pick_array_start;
+	sem.array_end = pick_array_end;
+	sem.object_field_start = pick_field_start;
+	sem.scalar = pick_scalar;
+
+	rc = pg_parse_json(st.lex, &sem);
+	if (rc != JSON_SUCCESS)
+		json_ereport_error(rc, st.lex);
+	if (st.root_not_object)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("JSON message is not an object")));
@@ -414,34 +721,10 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 	for (i = 0; i < dec->ncolumns; i++)
 	{
 		KafkaColumn *col = &dec->columns[i];
-		JsonbContainer *container = &jb->root;
-		JsonbValue	v;
-		bool		found = true;
-		int			k;
-		char	   *text;
 
 		if (col->role != KCOL_DATA)
 			continue;
-		for (k = 0; k < col->npath; k++)
-		{
-			if (!getKeyJsonValueFromContainer(container, col->path[k],
-											  col->pathlen[k], &v))
-			{
-				found = false;
-				break;
-			}
-			if (k + 1 < col->npath)
-			{
-				if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
-				{
-					found = false;
-					break;
-				}
-				container = v.val.binary.data;
-			}
-		}
-		text = found ? kafka_jsonb_value_text(&v) : NULL;
-		if (text == NULL)
+		if (!st.found[i] || st.text[i] == NULL)
 		{
 			dec->nulls[i] = true;
 			dec->values[i] = (Datum) 0;
@@ -449,7 +732,11 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 		else
 		{
 			dec->nulls[i] = false;
-			dec->values[i] = input_value(col, text);
+			if (st.number[i] && dec->epoch_unit_usecs != 0 &&
+				col->typid != TIMESTAMPTZOID && col->typid != TIMESTAMPOID &&
+				col->typid != DATEOID)
+				st.text[i] = json_number_text(st.text[i]);
+			dec->values[i] = field_value(dec, col, st.text[i], st.number[i]);
 		}
 	}
 }
@@ -554,7 +841,9 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 		else
 		{
 			dec->nulls[col] = false;
-			dec->values[col] = input_value(kc, pstrdup(field.data));
+			dec->values[col] = field_value(dec, kc, pstrdup(field.data),
+										   !quoted && dec->epoch_unit_usecs != 0 &&
+										   csv_number(field.data));
 		}
 		col++;
 	}

@@ -53,6 +53,7 @@ typedef struct KafkaDecoder
 	char	   *csv_null;
 	int			csv_nulllen;
 	struct SeAvroDecoder *avro;	/* formats avro, avro-confluent */
+	int64		epoch_unit_usecs;	/* numbers into timestamps: 0 = no */
 } KafkaDecoder;
 
 /* one message as handed to the decoder */

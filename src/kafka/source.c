@@ -45,9 +45,9 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_partition_stats);
 	"Known options: start, start_offset, start_timestamp, batch_size, " \
 	"max_wait_ms, workers, on_error, max_message_bytes, columns, paths, " \
 	"column, key_column, partition_column, offset_column, timestamp_column, " \
-	"csv_delimiter, csv_quote, csv_escape, csv_null, schema, reader_schema, " \
-	"schema_registry, registry_user, registry_password, registry_timeout_ms, " \
-	"partitions, node, nodes, " \
+	"csv_delimiter, csv_quote, csv_escape, csv_null, epoch_unit, schema, " \
+	"reader_schema, schema_registry, registry_user, registry_password, " \
+	"registry_timeout_ms, partitions, node, nodes, " \
 	"start_offsets, kafka; keys containing " \
 	"a dot are librdkafka properties."
 
@@ -517,6 +517,22 @@ source_option(const char *key, JsonbValue *v, void *arg)
 	}
 	else if (strcmp(key, "csv_null") == 0)
 		opts->csv_null = kafka_opt_string(v, key);
+	else if (strcmp(key, "epoch_unit") == 0)
+	{
+		char	   *s = kafka_opt_string(v, key);
+
+		if (strcmp(s, "s") == 0)
+			opts->epoch_unit_usecs = USECS_PER_SEC;
+		else if (strcmp(s, "ms") == 0)
+			opts->epoch_unit_usecs = 1000;
+		else if (strcmp(s, "us") == 0)
+			opts->epoch_unit_usecs = 1;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for option \"epoch_unit\": \"%s\"", s),
+					 errhint("Valid values are \"s\", \"ms\" and \"us\".")));
+	}
 	else if (strcmp(key, "schema") == 0)
 		opts->avro_schema = opt_schema(v, key);
 	else if (strcmp(key, "reader_schema") == 0)

@@ -72,6 +72,7 @@ typedef struct KafkaOptions
 	char		csv_quote;
 	char		csv_escape;
 	char	   *csv_null;
+	int64		epoch_unit_usecs;	/* "epoch_unit" in microseconds; 0: none */
 	char	   *avro_schema;	/* "schema": writer schema JSON (avro) */
 	char	   *avro_reader_schema; /* "reader_schema" */
 	char	   *registry_url;	/* "schema_registry" (avro-confluent) */

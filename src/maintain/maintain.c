@@ -56,6 +56,7 @@
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "maintain/trigger.h"
+#include "query/combine.h"
 #include "windows/lateness.h"
 #include "windows/windows.h"
 
@@ -218,6 +219,8 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	if (se_in_maintenance())
 		(void) keep_partial_aggs_walker((Node *) parse, NULL);
+	else
+		combine_rewrite(parse);
 
 	if (prev_planner_hook)
 		result = prev_planner_hook(parse, query_string, cursorOptions, boundParams);

@@ -798,42 +798,39 @@ append_combine(StringInfo buf, CVAgg *agg, const char *a, const char *b)
 }
 
 /*
- * The per-batch statement: partial aggregation of the batch, merged into
- * the materialization.  source is the relation read: the transition table
- * (CV_NEW_ROWS) or, for the backfill, the stream itself.
+ * The batch's partial aggregation: one row per group of the rows read from
+ * source (the transition table CV_NEW_ROWS or, for the backfill, the stream
+ * itself), its columns named as the materialization's: the keys (or
+ * CV_SINGLE_COLUMN), CV_KEY_HASH_COLUMN when the materialization is hashed,
+ * and one partial state per aggregate other than count(DISTINCT).
  */
 char *
-cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
+cv_batch_agg_sql(CVPlan *plan, const char *source)
 {
 	StringInfoData buf;
 	List	   *ctx = se_stream_context(plan);
 	ListCell   *lc;
-	bool		first;
-	bool		has_states = false;
 	Node	   *where = plan->query->jointree->quals;
-	bool		hashed = cv_matrel_hashed(plan);
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "/* stream_ext maintenance */ INSERT INTO %s AS m (%s",
-					 matrel, cv_matrel_key_list(plan));
-	if (hashed)
-		appendStringInfo(&buf, ", %s", CV_KEY_HASH_COLUMN);
-	foreach(lc, plan->aggs)
+	appendStringInfoString(&buf, "SELECT ");
+	if (plan->keyless)
+		appendStringInfoString(&buf, "true AS " CV_SINGLE_COLUMN);
+	else
 	{
-		CVAgg	   *agg = lfirst(lc);
+		bool		first = true;
 
-		if (!agg->is_distinct)
+		foreach(lc, plan->keys)
 		{
-			appendStringInfo(&buf, ", %s", quote_identifier(agg->colname));
-			has_states = true;
+			CVKey	   *key = lfirst(lc);
+
+			appendStringInfo(&buf, "%s%s AS %s", first ? "" : ", ",
+							 deparse_expression((Node *) key->expr, ctx, true, false),
+							 quote_identifier(key->colname));
+			first = false;
 		}
 	}
-	appendStringInfoString(&buf, ") SELECT ");
-	if (plan->keyless)
-		appendStringInfoString(&buf, "true");
-	else
-		append_key_exprs(&buf, plan, ctx);
-	if (hashed)
+	if (cv_matrel_hashed(plan))
 	{
 		List	   *exprs = NIL;
 
@@ -842,16 +839,18 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 													  ctx, true, false));
 		appendStringInfoString(&buf, ", ");
 		append_key_hash(&buf, exprs);
+		appendStringInfoString(&buf, " AS " CV_KEY_HASH_COLUMN);
 	}
 	foreach(lc, plan->aggs)
 	{
 		CVAgg	   *agg = lfirst(lc);
 
 		if (!agg->is_distinct)
-			appendStringInfo(&buf, ", stream_ext.partial(%s, NULL::%s)",
+			appendStringInfo(&buf, ", stream_ext.partial(%s, NULL::%s) AS %s",
 							 deparse_expression((Node *) agg->aggref, ctx, true, false),
 							 format_type_extended(agg->storage.statetype, -1,
-												  FORMAT_TYPE_FORCE_QUALIFY));
+												  FORMAT_TYPE_FORCE_QUALIFY),
+							 quote_identifier(agg->colname));
 	}
 	appendStringInfo(&buf, " FROM %s", joins_from_sql(plan->query, ctx, source));
 	if (where)
@@ -861,7 +860,69 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 	if (plan->keyless)
 		appendStringInfoString(&buf, " GROUP BY ()");	/* always one row */
 	append_positions(&buf, "GROUP BY", list_length(plan->keys));
-	append_positions(&buf, "ORDER BY", list_length(plan->keys));
+	return buf.data;
+}
+
+/*
+ * The columns cv_batch_agg_sql() yields, in its order: keys, hash, states,
+ * each name after prefix.
+ */
+static char *
+batch_agg_columns(CVPlan *plan, const char *prefix, bool *has_states)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	if (plan->keyless)
+		appendStringInfo(&buf, "%s%s", prefix, CV_SINGLE_COLUMN);
+	else
+		append_key_columns(&buf, plan, prefix);
+	if (cv_matrel_hashed(plan))
+		appendStringInfo(&buf, ", %s%s", prefix, CV_KEY_HASH_COLUMN);
+	*has_states = false;
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (!agg->is_distinct)
+		{
+			appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(agg->colname));
+			*has_states = true;
+		}
+	}
+	return buf.data;
+}
+
+/*
+ * The store of a batch's partial aggregation: the rows of from_item (a
+ * relation name or a parenthesized subquery, with the columns of
+ * cv_batch_agg_sql()), read under alias, merged into the materialization
+ * in key order so that concurrent batches lock groups in the same order.
+ * Every column reference is qualified: catalog_column_user() takes a bare
+ * name for a possible use of the stream's column of that name.
+ */
+char *
+cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
+			 const char *alias)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	bool		first;
+	bool		has_states;
+	bool		hashed = cv_matrel_hashed(plan);
+	char	   *prefix = psprintf("%s.", alias);
+	char	   *cols = batch_agg_columns(plan, "", &has_states);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "INSERT INTO %s AS m (%s) SELECT %s FROM %s AS %s",
+					 matrel, cols, batch_agg_columns(plan, prefix, &has_states),
+					 from_item, alias);
+	if (!plan->keyless)
+	{
+		appendStringInfoString(&buf, " ORDER BY ");
+		append_key_columns(&buf, plan, prefix);
+	}
 	appendStringInfo(&buf, " ON CONFLICT (%s) DO ", matrel_conflict_target(plan));
 	if (!has_states && !hashed && !any_auxrel_hashed(plan))
 		appendStringInfoString(&buf, "NOTHING");
@@ -895,6 +956,21 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 		}
 	}
 	return buf.data;
+}
+
+/*
+ * The per-batch statement: the batch's partial aggregation
+ * (cv_batch_agg_sql()) stored into the materialization (cv_store_sql()).
+ * source is the relation read: the transition table (CV_NEW_ROWS) or, for
+ * the backfill, the stream itself.
+ */
+char *
+cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
+{
+	return psprintf("/* stream_ext maintenance */ %s",
+					cv_store_sql(plan, matrel,
+								 psprintf("(%s)", cv_batch_agg_sql(plan, source)),
+								 CV_BATCH_AGG_ALIAS));
 }
 
 /*

@@ -54,6 +54,8 @@ typedef struct CVPlan
 } CVPlan;
 
 #define CV_SINGLE_COLUMN "_single"
+/* the alias of cv_batch_agg_sql()'s subquery in cv_maintain_sql() */
+#define CV_BATCH_AGG_ALIAS "stream_ext_batch_agg"
 #define CV_NEW_ROWS "stream_ext_new"
 /* 64-bit hash of wide group keys (analyze.c: "Wide keys") */
 #define CV_KEY_HASH_COLUMN "stream_ext_key_hash"
@@ -81,6 +83,9 @@ extern char *cv_matrel_index_sql(CVPlan *plan, const char *matrel);
 extern char *cv_key_lookup_index_sql(CVPlan *plan, const char *rel,
 									 const char *trailing);
 extern char *cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel);
+extern char *cv_batch_agg_sql(CVPlan *plan, const char *source);
+extern char *cv_store_sql(CVPlan *plan, const char *matrel,
+						  const char *from_item, const char *alias);
 extern char *cv_maintain_sql(CVPlan *plan, const char *matrel,
 							 const char *source);
 extern char *cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,

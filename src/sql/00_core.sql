@@ -15,7 +15,10 @@ CREATE TABLE stream_ext.stream_catalog (
     stream      regclass PRIMARY KEY,
     created_at  timestamptz NOT NULL DEFAULT now(),
     -- how long raw rows stay (housekeeping/retention.c); NULL: kept until TRUNCATE
-    retention   interval DEFAULT '1 hour'
+    retention   interval DEFAULT '1 hour',
+    -- false: create_stream(..., retain => false), the stream stores no rows
+    -- (access method stream_ext_discard, storage/discard_am.c)
+    retain      boolean NOT NULL DEFAULT true
 );
 
 CREATE TABLE stream_ext.view_catalog (
@@ -70,7 +73,8 @@ SELECT s.stream AS name,
        pg_catalog.pg_get_userbyid(c.relowner) AS owner,
        (SELECT count(*) FROM stream_ext.view_catalog v WHERE v.stream = s.stream) AS views,
        s.created_at,
-       s.retention
+       s.retention,
+       s.retain
   FROM stream_ext.stream_catalog s
   JOIN pg_catalog.pg_class c ON c.oid = s.stream
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace;
@@ -95,8 +99,20 @@ SELECT v.view AS name,
 GRANT SELECT ON stream_ext.streams, stream_ext.continuous_views TO PUBLIC;
 
 -- Streams
+-- The table access method of streams that store no rows (retain => false):
+-- inserts keep nothing, scans return nothing, statement triggers still see
+-- every row in their transition tables (storage/discard_am.c).
+CREATE FUNCTION stream_ext.discard_am_handler(internal)
+    RETURNS table_am_handler
+    AS 'MODULE_PATHNAME', 'stream_ext_discard_am_handler'
+    LANGUAGE C;
+REVOKE ALL ON FUNCTION stream_ext.discard_am_handler(internal) FROM PUBLIC;
+CREATE ACCESS METHOD stream_ext_discard TYPE TABLE HANDLER stream_ext.discard_am_handler;
+COMMENT ON ACCESS METHOD stream_ext_discard IS
+    'stream_ext: tables that store no rows (streams created with retain => false)';
+
 -- not STRICT: a NULL argument is an error, not a NULL result
-CREATE FUNCTION stream_ext.create_stream(name text, columns text)
+CREATE FUNCTION stream_ext.create_stream(name text, columns text, retain boolean DEFAULT true)
     RETURNS regclass
     AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
     LANGUAGE C;

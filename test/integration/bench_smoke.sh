@@ -19,7 +19,8 @@ cat "$dir/out.md"
 
 have_hop=$(q "SELECT count(*) FROM pg_proc WHERE proname = 'hop' AND pronamespace = 'stream_ext'::regnamespace")
 for label in 'raw COPY/INSERT' 'W1: 1 view' 'W1 by a hand-written statement trigger' 'W1 by a hand-written row trigger' \
-	'W2: by key' 'W3: no grouping' 'W4: 10 W1-style views' 'W4 by 10 hand-written'; do
+	'W2: by key' 'W3: no grouping' 'W4: 10 W1-style views' 'W4 by 10 hand-written' \
+	'W1 over a stream that stores no rows' 'W4 over a stream that stores no rows'; do
 	assert_eq 3 "$(grep -c "^| [0-9]* | $label" "$dir/out.md" || true)" "rows for '$label' (batches 10000, 100, 1)"
 done
 assert_eq 1 "$(grep -c '^| 10000 | W1 by REFRESH MATERIALIZED VIEW' "$dir/out.md" || true)" "REFRESH baseline row"

@@ -75,9 +75,10 @@ my $avro = q('{"paths": {"name": "user.name", "country": "user.country"}, "schem
 my $avro2 = q('{"paths": {"zip": "user.zip"}, "schema": ) . schema_file('avro_writer.json')
   . q(, "reader_schema": ) . schema_file('avro_reader.json') . q(}');
 my $sql =
-    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta', 'fz_avro', 'fz_avro2']::regclass[], "
-  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea', 'avro', 'avro'], "
-  . "ARRAY['{}', $meta, '{}', $csv_custom, '{\"column\": \"j\"}', '{\"column\": \"raw\", \"key_column\": \"k\"}', $avro, $avro2]::jsonb[], "
+    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_avro', 'fz_avro2']::regclass[], "
+  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea', 'json', 'csv', 'avro', 'avro'], "
+  . "ARRAY['{}', $meta, '{}', $csv_custom, '{\"column\": \"j\"}', '{\"column\": \"raw\", \"key_column\": \"k\"}', "
+  . "'{\"epoch_unit\": \"ms\"}', '{\"epoch_unit\": \"s\"}', $avro, $avro2]::jsonb[], "
   . "'$work/artifacts', ARRAY[$arr])\n";
 note $sql;
 

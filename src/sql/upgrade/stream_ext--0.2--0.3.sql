@@ -334,3 +334,49 @@ BEGIN
               FROM stream_ext.kafka_offsets o WHERE o.source = source_offsets.source);
 END
 $$;
+
+-- stream_ext.combine(column) at read time (query/combine.c)
+CREATE FUNCTION stream_ext.combine_unplanned(state anyelement, value anyelement)
+    RETURNS anyelement
+    AS 'MODULE_PATHNAME', 'stream_ext_combine_unplanned'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE AGGREGATE stream_ext.combine(anyelement) (
+    SFUNC = stream_ext.combine_unplanned,
+    STYPE = anyelement
+);
+-- non-retaining streams: create_stream(..., retain => false) (issue #16)
+-- The table access method of streams that store no rows (retain => false):
+-- inserts keep nothing, scans return nothing, statement triggers still see
+-- every row in their transition tables (storage/discard_am.c).
+CREATE FUNCTION stream_ext.discard_am_handler(internal)
+    RETURNS table_am_handler
+    AS 'MODULE_PATHNAME', 'stream_ext_discard_am_handler'
+    LANGUAGE C;
+REVOKE ALL ON FUNCTION stream_ext.discard_am_handler(internal) FROM PUBLIC;
+CREATE ACCESS METHOD stream_ext_discard TYPE TABLE HANDLER stream_ext.discard_am_handler;
+COMMENT ON ACCESS METHOD stream_ext_discard IS
+    'stream_ext: tables that store no rows (streams created with retain => false)';
+
+ALTER TABLE stream_ext.stream_catalog ADD COLUMN retain boolean NOT NULL DEFAULT true;
+
+CREATE OR REPLACE VIEW stream_ext.streams AS
+SELECT s.stream AS name,
+       n.nspname AS schema,
+       c.relname AS stream_name,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+       (SELECT count(*) FROM stream_ext.view_catalog v WHERE v.stream = s.stream) AS views,
+       s.created_at,
+       s.retention,
+       s.retain
+  FROM stream_ext.stream_catalog s
+  JOIN pg_catalog.pg_class c ON c.oid = s.stream
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace;
+
+-- a third argument with a default: the two-argument function would make
+-- every two-argument call ambiguous, so it is replaced
+DROP FUNCTION stream_ext.create_stream(text, text);
+CREATE FUNCTION stream_ext.create_stream(name text, columns text, retain boolean DEFAULT true)
+    RETURNS regclass
+    AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
+    LANGUAGE C;

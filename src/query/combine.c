@@ -1,0 +1,463 @@
+/*-------------------------------------------------------------------------
+ *
+ * combine.c
+ *	  stream_ext.combine(column) at read time: an aggregate column of a
+ *	  continuous view re-aggregated across the view's rows from the stored
+ *	  partial states (PipelineDB's combine()).
+ *
+ *	  SELECT stream_ext.combine(users) FROM clicks_per_minute
+ *	   WHERE minute >= now() - interval '1 hour';
+ *
+ * gives the distinct users of the hour, not the sum of each minute's
+ * count; combine(avg_col) is the average of the rows, not of the minutes'
+ * averages.  stream_ext.combine(anyelement) is declared as an aggregate
+ * so that the parser types and groups it like any other; it is never run
+ * as one.  combine_rewrite(), called by the planner hook before planning
+ * (so a cached plan is rewritten again whenever it is re-planned), finds
+ * its calls and, for each:
+ *
+ *	- its argument must be a column of a continuous view read directly in
+ *	  that query level, and that column a single aggregate of the view's
+ *	  definition (not an expression of aggregates, not count(DISTINCT));
+ *	  else an error says why;
+ *	- in the view's expanded query (the rewriter's subquery), the column's
+ *	  expression stream_ext.finalize(state, ...) -- or the state itself for
+ *	  aggregates whose state is their result -- becomes the bare state;
+ *	- the call becomes stream_ext.finalize(stream_ext.merge_states(state,
+ *	  'agg'), 'agg', NULL::result): the states of the selected rows merged
+ *	  with the aggregate's combine function, then finalized.
+ *
+ * The view stays a view: its WHERE (a HAVING), its windows, its owner's
+ * permission checks and the read check of privileges.c are the rewriter's,
+ * untouched.  Any other use of a rewritten column in the same query is an
+ * error (it now holds a state, not the column's value).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parse_func.h"
+#include "parser/parse_relation.h"
+#include "parser/parsetree.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+
+#include "core/catalog.h"
+#include "core/security.h"
+#include "query/combine.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_combine_unplanned);
+
+/* the OIDs of stream_ext's functions, looked up once per backend */
+static bool oids_valid = false;
+static Oid	combine_oid = InvalidOid;	/* stream_ext.combine(anyelement) */
+static Oid	merge_states_oid = InvalidOid;
+static Oid	finalize_oid = InvalidOid;
+
+static void
+forget_oids(Datum arg, int cacheid, uint32 hashvalue)
+{
+	oids_valid = false;
+}
+
+static bool
+lookup_oids(void)
+{
+	static bool registered = false;
+	Oid			nsp;
+
+	if (oids_valid)
+		return OidIsValid(combine_oid);
+	if (!registered)
+	{
+		CacheRegisterSyscacheCallback(PROCOID, forget_oids, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_oids, (Datum) 0);
+		registered = true;
+	}
+	combine_oid = merge_states_oid = finalize_oid = InvalidOid;
+	nsp = get_namespace_oid("stream_ext", true);
+	if (OidIsValid(nsp))
+	{
+		Oid			one[1] = {ANYELEMENTOID};
+		Oid			merge[2] = {ANYELEMENTOID, REGPROCEDUREOID};
+		Oid			fin[3] = {ANYOID, REGPROCEDUREOID, ANYCOMPATIBLEOID};
+		List	   *name;
+
+		name = list_make2(makeString("stream_ext"), makeString("combine"));
+		combine_oid = LookupFuncName(name, 1, one, true);
+		name = list_make2(makeString("stream_ext"), makeString("merge_states"));
+		merge_states_oid = LookupFuncName(name, 2, merge, true);
+		name = list_make2(makeString("stream_ext"), makeString("finalize"));
+		finalize_oid = LookupFuncName(name, 3, fin, true);
+		if (!OidIsValid(merge_states_oid) || !OidIsValid(finalize_oid))
+			combine_oid = InvalidOid;
+	}
+	oids_valid = true;
+	return OidIsValid(combine_oid);
+}
+
+/* a combine() call, with where it points */
+typedef struct CombineCall
+{
+	Aggref	   *aggref;
+	int			varno;
+	AttrNumber	attno;
+} CombineCall;
+
+typedef struct FindContext
+{
+	List	   *calls;			/* CombineCall * of this query level */
+} FindContext;
+
+static void rewrite_query(Query *q);
+
+static bool
+find_calls_walker(Node *node, FindContext *cx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref) && ((Aggref *) node)->aggfnoid == combine_oid)
+	{
+		Aggref	   *agg = (Aggref *) node;
+		TargetEntry *arg = linitial_node(TargetEntry, agg->args);
+		Var		   *var = (Var *) arg->expr;
+		CombineCall *call;
+
+		if (agg->agglevelsup != 0 || agg->aggdistinct != NIL || agg->aggorder != NIL ||
+			!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("stream_ext.combine() takes a column of a continuous view"),
+					 errdetail("Its argument must be an aggregate column of a continuous view read in the same FROM, with no DISTINCT or ORDER BY."),
+					 errhint("Write stream_ext.combine(column) FROM view.")));
+		call = palloc(sizeof(CombineCall));
+		call->aggref = agg;
+		call->varno = var->varno;
+		call->attno = var->varattno;
+		cx->calls = lappend(cx->calls, call);
+		return false;
+	}
+	if (IsA(node, WindowFunc) && ((WindowFunc *) node)->winfnoid == combine_oid)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("stream_ext.combine() cannot be used as a window function"),
+				 errhint("Merge the rows with GROUP BY, or compute per-row values from the view's own columns.")));
+	if (IsA(node, Query))
+		return false;			/* sublevels: rewrite_query() */
+	return expression_tree_walker(node, find_calls_walker, (void *) cx);
+}
+
+/* recurse into every subquery: FROM, CTEs, sublinks */
+static bool
+subqueries_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		rewrite_query((Query *) node);
+		return false;
+	}
+	return expression_tree_walker(node, subqueries_walker, context);
+}
+
+/*
+ * The continuous view an RTE_SUBQUERY was expanded from: PostgreSQL 15's
+ * stored view queries keep the view itself as their first range table
+ * entry (the rewriter's OLD), for permission checks.
+ */
+static Oid
+expanded_view(RangeTblEntry *rte)
+{
+	RangeTblEntry *old;
+
+	if (rte->rtekind != RTE_SUBQUERY || rte->subquery == NULL ||
+		rte->subquery->rtable == NIL)
+		return InvalidOid;
+	old = linitial_node(RangeTblEntry, rte->subquery->rtable);
+	if (old->rtekind != RTE_RELATION || old->relkind != RELKIND_VIEW)
+		return InvalidOid;
+	return old->relid;
+}
+
+/*
+ * The aggregate of the view's column attno, from the view's definition as
+ * stream_ext recorded it; errors if the column is not one aggregate.
+ */
+static Aggref *
+column_aggregate(Oid viewid, AttrNumber attno, const char *colname)
+{
+	Oid			streamid = InvalidOid;
+	char	   *definition = catalog_view_definition(viewid, &streamid);
+	List	   *raw;
+	Query	   *def;
+	ListCell   *lc;
+	int			n = 0;
+	int			nestlevel;
+
+	if (definition == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("stream_ext.combine() takes a column of a continuous view"),
+				 errdetail("\"%s\" is not a continuous view.", get_rel_name(viewid))));
+	/*
+	 * As CREATE VIEW deparsed it: with the pinned settings, whose
+	 * search_path (pg_catalog) made it name every other schema.  Views
+	 * made before stream_ext 0.3 recorded it under their creator's
+	 * search_path: the schemas of the view and of its stream, then public,
+	 * after pg_catalog, resolve the usual cases the same way.
+	 */
+	nestlevel = se_pin_settings(NULL);
+	(void) set_config_option("search_path",
+							 psprintf("pg_catalog, %s, %s, public",
+									  quote_identifier(get_namespace_name(get_rel_namespace(viewid))),
+									  quote_identifier(get_namespace_name(get_rel_namespace(streamid)))),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	raw = raw_parser(definition, RAW_PARSE_DEFAULT);
+	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
+	se_unpin_settings(nestlevel);
+	foreach(lc, def->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (++n != attno)
+			continue;
+		if (!IsA(tle->expr, Aggref))
+			break;
+		if (((Aggref *) tle->expr)->aggdistinct != NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\": it is a count(DISTINCT ...)",
+							colname, get_rel_name(viewid)),
+					 errdetail("An exact count(DISTINCT) keeps its values per group, not a mergeable state."),
+					 errhint("For distinct counts across rows, define the column with hll_add_agg() (postgresql-15-hll) and read hll_cardinality(stream_ext.combine(column)).")));
+		return (Aggref *) tle->expr;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("column \"%s\" of continuous view \"%s\" is not an aggregate",
+					colname, get_rel_name(viewid)),
+			 errdetail("stream_ext.combine() merges the stored states of a column that is exactly one aggregate of the view's query.")));
+	return NULL;				/* keep compiler quiet */
+}
+
+/* a regprocedure constant */
+static Const *
+regproc_const(Oid procid)
+{
+	return makeConst(REGPROCEDUREOID, -1, InvalidOid, sizeof(Oid),
+					 ObjectIdGetDatum(procid), false, true);
+}
+
+/*
+ * What a combine() call becomes: finalize(merge_states(state, agg), agg,
+ * NULL::result), with merge_states an Aggref of the same query level
+ * (keeping the call's FILTER).
+ */
+static Node *
+merged_call(Aggref *call, Var *state, Oid aggfnoid)
+{
+	Aggref	   *merge = makeNode(Aggref);
+	FuncExpr   *fin;
+	Oid			statetype = state->vartype;
+
+	merge->aggfnoid = merge_states_oid;
+	merge->aggtype = statetype;
+	merge->aggcollid = state->varcollid;
+	merge->inputcollid = state->varcollid;
+	merge->aggtranstype = InvalidOid;	/* the planner fills it in */
+	merge->aggargtypes = list_make2_oid(statetype, REGPROCEDUREOID);
+	merge->aggdirectargs = NIL;
+	merge->args = list_make2(makeTargetEntry((Expr *) state, 1, NULL, false),
+							 makeTargetEntry((Expr *) regproc_const(aggfnoid), 2, NULL, false));
+	merge->aggorder = NIL;
+	merge->aggdistinct = NIL;
+	merge->aggfilter = call->aggfilter;
+	merge->aggstar = false;
+	merge->aggvariadic = false;
+	merge->aggkind = AGGKIND_NORMAL;
+	merge->agglevelsup = 0;
+	merge->aggsplit = AGGSPLIT_SIMPLE;
+	merge->aggno = -1;
+	merge->aggtransno = -1;
+	merge->location = call->location;
+
+	fin = makeFuncExpr(finalize_oid, call->aggtype,
+					   list_make3(merge, regproc_const(aggfnoid),
+								  makeNullConst(call->aggtype, -1, call->aggcollid)),
+					   call->aggcollid, InvalidOid, COERCE_EXPLICIT_CALL);
+	return (Node *) fin;
+}
+
+typedef struct MutateContext
+{
+	int			varno;			/* the view's range table index */
+	Bitmapset  *attnos;			/* its columns now holding states */
+	List	   *states;			/* per attno in attnos order: Var of the state */
+	List	   *aggs;			/* parallel: aggregate OID (as oid list) */
+	List	   *attlist;		/* parallel: attno (int list) */
+	int			levelsup;
+	const char *viewname;
+	List	   *colnames;
+} MutateContext;
+
+static Node *
+replace_mutator(Node *node, MutateContext *cx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Aggref) && ((Aggref *) node)->aggfnoid == combine_oid && cx->levelsup == 0)
+	{
+		Aggref	   *call = (Aggref *) node;
+		Var		   *var = (Var *) linitial_node(TargetEntry, call->args)->expr;
+
+		if (var->varno == cx->varno && bms_is_member(var->varattno, cx->attnos))
+		{
+			ListCell   *s,
+					   *a,
+					   *n;
+
+			forthree(s, cx->states, a, cx->aggs, n, cx->attlist)
+			{
+				if (lfirst_int(n) == var->varattno)
+					return merged_call(call, copyObject((Var *) lfirst(s)), lfirst_oid(a));
+			}
+		}
+	}
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varlevelsup == cx->levelsup && var->varno == cx->varno &&
+			(var->varattno == 0 || bms_is_member(var->varattno, cx->attnos)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("column \"%s\" of continuous view \"%s\" is read through stream_ext.combine() and otherwise in the same query",
+							var->varattno > 0 ? strVal(list_nth(cx->colnames, var->varattno - 1)) : "*",
+							cx->viewname),
+					 errhint("Read the column's own values in a separate query or subquery.")));
+		return node;
+	}
+	if (IsA(node, Query))
+	{
+		Query	   *result;
+
+		cx->levelsup++;
+		result = query_tree_mutator((Query *) node, replace_mutator, (void *) cx, 0);
+		cx->levelsup--;
+		return (Node *) result;
+	}
+	return expression_tree_mutator(node, replace_mutator, (void *) cx);
+}
+
+static void
+rewrite_query(Query *q)
+{
+	FindContext fcx = {NIL};
+	ListCell   *lc;
+	int			varno;
+
+	/* inner levels first (their own combine() calls) */
+	(void) query_tree_walker(q, subqueries_walker, NULL, 0);
+	if (!q->hasAggs && !q->hasWindowFuncs)
+		return;
+	(void) query_tree_walker(q, find_calls_walker, (void *) &fcx, QTW_IGNORE_RANGE_TABLE);
+	if (fcx.calls == NIL)
+		return;
+
+	/* one view at a time */
+	for (varno = 1; varno <= list_length(q->rtable); varno++)
+	{
+		RangeTblEntry *rte = rt_fetch(varno, q->rtable);
+		MutateContext mcx = {0};
+		Oid			viewid = InvalidOid;
+
+		foreach(lc, fcx.calls)
+		{
+			CombineCall *call = lfirst(lc);
+			TargetEntry *tle;
+			Aggref	   *agg;
+			Node	   *expr;
+			Var		   *state;
+
+			if (call->varno != varno || bms_is_member(call->attno, mcx.attnos))
+				continue;
+			if (!OidIsValid(viewid))
+			{
+				viewid = expanded_view(rte);
+				if (!OidIsValid(viewid))
+					ereport(ERROR,
+							(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+							 errmsg("stream_ext.combine() takes a column of a continuous view"),
+							 errdetail("\"%s\" is not a continuous view.", rte->eref->aliasname),
+							 errhint("Apply stream_ext.combine() to the view's column directly, not through a subquery or join alias.")));
+				mcx.varno = varno;
+				mcx.viewname = get_rel_name(viewid);
+				mcx.colnames = rte->eref->colnames;
+			}
+			agg = column_aggregate(viewid, call->attno,
+								   strVal(list_nth(rte->eref->colnames, call->attno - 1)));
+			tle = get_tle_by_resno(rte->subquery->targetList, call->attno);
+			if (tle == NULL)
+				elog(ERROR, "continuous view %u has no column %d", viewid, call->attno);
+			/* finalize(state, agg, NULL::t) -> state; a direct state stays */
+			expr = (Node *) tle->expr;
+			if (IsA(expr, FuncExpr) && ((FuncExpr *) expr)->funcid == finalize_oid)
+				expr = linitial(((FuncExpr *) expr)->args);
+			tle->expr = (Expr *) expr;
+			state = makeVar(varno, call->attno, exprType(expr), exprTypmod(expr),
+							exprCollation(expr), 0);
+			mcx.attnos = bms_add_member(mcx.attnos, call->attno);
+			mcx.states = lappend(mcx.states, state);
+			mcx.aggs = lappend_oid(mcx.aggs, agg->aggfnoid);
+			mcx.attlist = lappend_int(mcx.attlist, call->attno);
+		}
+		if (mcx.attnos == NULL)
+			continue;
+		/* the calls become merges, and nothing else may read those columns */
+		(void) query_tree_mutator(q, replace_mutator, (void *) &mcx, QTW_DONT_COPY_QUERY);
+	}
+}
+
+/*
+ * Rewrite the combine() calls of a query about to be planned (the planner
+ * hook, maintain/maintain.c).  Cheap when there are none: one walk over the
+ * query tree, and only when stream_ext is installed.
+ */
+void
+combine_rewrite(Query *parse)
+{
+	if (!lookup_oids())
+		return;
+	rewrite_query(parse);
+}
+
+/*
+ * The transition function of the aggregate stream_ext.combine(anyelement):
+ * reached only when the planner hook did not rewrite the call (it always
+ * does, or raises an error).
+ */
+Datum
+stream_ext_combine_unplanned(PG_FUNCTION_ARGS)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("stream_ext.combine() can only be used on an aggregate column of a continuous view")));
+	PG_RETURN_NULL();
+}
