@@ -34,7 +34,9 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation
 
 PG_CONFIG ?= $(shell command -v pg_config || echo /usr/lib/postgresql/15/bin/pg_config)
 PG_CPPFLAGS = -I$(srcdir)/src
-SHLIB_LINK  = -lrdkafka
+# librdkafka: Kafka; libavro (avro-c) and libcurl: Avro sources and their
+# schema registry (src/kafka/avro_decode.c, registry.c)
+SHLIB_LINK  = -lrdkafka -lavro -lcurl
 # export only what PostgreSQL looks up by name (src/exports.map)
 SHLIB_LINK += -Wl,--version-script=$(srcdir)/src/exports.map
 

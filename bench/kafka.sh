@@ -42,11 +42,6 @@ set -euo pipefail
 
 : "${STREAM_EXT_TMP:?STREAM_EXT_TMP must name a temp dir (source the cluster env.sh)}"
 ROOT=${STREAM_EXT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-PG_BINDIR=${PG_BINDIR:-$(pg_config --bindir)}
-PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
-OUT=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP/bench-results}
-mkdir -p "$OUT"
-
 MSGS=${BENCH_KAFKA_MSGS:-400000}
 REPS=${BENCH_REPS:-3}
 RATE=${BENCH_KAFKA_RATE:-2000}
@@ -55,16 +50,9 @@ RSS_PASSES=${BENCH_KAFKA_RSS_PASSES:-6}
 RSS_OPTIONS=${BENCH_KAFKA_RSS_OPTIONS:-"{}"}
 DB=bench_kafka
 
-log() { printf 'bench/kafka: %s\n' "$*" >&2; }
-q() { "${PSQL[@]}" -d "$DB" -A -t -c "$1"; }
-now() { date +%s.%N; }
-
-BROKER=${STREAM_EXT_BROKER:-$ROOT/test/broker/stream_ext_broker}
-if [[ ! -x $BROKER ]]; then
-	make -s -C "$ROOT/test/broker" >&2
-	BROKER=$ROOT/test/broker/stream_ext_broker
-fi
-command -v kcat >/dev/null || { log "kcat is not installed"; exit 1; }
+# shellcheck source=kafka_lib.sh
+source "$ROOT/bench/kafka_lib.sh"
+bench_kafka_init kafka
 
 work=$(mktemp -d "$STREAM_EXT_TMP/kafka-bench.XXXXXX")
 "$BROKER" --partitions 4 --topic csv --topic json --topic csvbad --topic rss --partitions 1 --topic lat \
@@ -188,7 +176,6 @@ run_pipeline() {			# -> seconds
 	echo "$t1 - $t0" | bc -l
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 : >"$OUT/kafka.tsv"
 for rep in $(seq "$REPS"); do

@@ -48,6 +48,7 @@
 #include "core/util.h"
 #include "kafka/common.h"
 #include "kafka/decode.h"
+#include "kafka/hostlist.h"
 
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	30000
@@ -125,7 +126,7 @@ kafka_common_init(void)
 							   &kafka_allowed_brokers,
 							   "",
 							   PGC_SUSET, GUC_LIST_INPUT,
-							   kafka_check_allowed_brokers, NULL, NULL);
+							   se_check_host_patterns, NULL, NULL);
 }
 
 /*
@@ -323,6 +324,7 @@ static const KafkaIntOption kafka_int_options[] = {
 	{"source", "nodes", 1, KAFKA_MAX_NODES},
 	{"source", "partitions", 0, PG_INT32_MAX},
 	{"source", "start_offsets", 0, PG_INT64_MAX},
+	{"source", "registry_timeout_ms", 100, 600000},
 	{"sink", "batch_size", 1, 100000},
 	{"sink", "poll_interval_ms", 10, 60000},
 };
@@ -654,112 +656,6 @@ check_property_privilege(Oid role, const char *key, const char *value)
 			 errhint("See \"Who may set which property\" in stream_ext's docs/kafka.md.")));
 }
 
-/* skip blanks */
-static const char *
-skip_space(const char *p)
-{
-	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-		p++;
-	return p;
-}
-
-/*
- * Parse one "[scheme://]host[:port]" (a broker) or "host[:port]" pattern
- * (of stream_ext.allowed_brokers, where host may also be "*" or
- * "*.domain") from *p up to a comma or the end.  Returns false if it is
- * malformed; else the host (palloc'd, without IPv6 brackets) and the port
- * (0: none given), and *p after it.
- */
-static bool
-parse_host_port(const char **p, bool pattern, char **host, int *port)
-{
-	const char *s = skip_space(*p);
-	const char *h;
-	size_t		hlen;
-
-	*port = 0;
-	if (!pattern)
-	{
-		/* an optional protocol prefix such as SASL_SSL:// */
-		const char *q = s;
-
-		while (isalnum((unsigned char) *q) || *q == '_')
-			q++;
-		if (q > s && strncmp(q, "://", 3) == 0)
-			s = q + 3;
-	}
-	if (*s == '[')
-	{
-		h = ++s;
-		while (isxdigit((unsigned char) *s) || *s == ':' || *s == '.')
-			s++;
-		if (*s != ']' || s == h)
-			return false;
-		hlen = s - h;
-		s++;
-	}
-	else
-	{
-		h = s;
-		if (pattern && *s == '*')
-		{
-			s++;
-			if (*s == '.')
-				s++;
-			else if (*s != ':' && *s != ',' && *s != '\0' && *s != ' ')
-				return false;
-		}
-		while (isalnum((unsigned char) *s) || *s == '.' || *s == '-' || *s == '_')
-			s++;
-		hlen = s - h;
-		if (hlen == 0 || h[hlen - 1] == '.')
-			return false;
-	}
-	if (*s == ':')
-	{
-		long		n = 0;
-		const char *d = ++s;
-
-		while (isdigit((unsigned char) *s) && s - d < 6)
-			n = n * 10 + (*s++ - '0');
-		if (s == d || n < 1 || n > 65535)
-			return false;
-		*port = (int) n;
-	}
-	s = skip_space(s);
-	if (*s != ',' && *s != '\0')
-		return false;
-	*host = pnstrdup(h, hlen);
-	*p = s;
-	return true;
-}
-
-/*
- * Split a comma-separated list of brokers (pattern false) or of
- * allowed_brokers patterns into hosts and ports; false if malformed.
- */
-static bool
-split_host_ports(const char *list, bool pattern, List **hosts, List **ports)
-{
-	const char *p = list;
-
-	*hosts = NIL;
-	*ports = NIL;
-	for (;;)
-	{
-		char	   *host;
-		int			port;
-
-		if (!parse_host_port(&p, pattern, &host, &port))
-			return false;
-		*hosts = lappend(*hosts, host);
-		*ports = lappend_int(*ports, port);
-		if (*p == '\0')
-			return true;
-		p++;					/* the comma */
-	}
-}
-
 /* the brokers argument: a comma-separated host:port list */
 void
 kafka_check_brokers(const char *brokers)
@@ -767,53 +663,16 @@ kafka_check_brokers(const char *brokers)
 	List	   *hosts;
 	List	   *ports;
 
-	if (*skip_space(brokers) == '\0')
+	if (*se_skip_space(brokers) == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("brokers must not be empty"),
 				 errhint("Give a bootstrap list such as 'localhost:9092'.")));
-	if (!split_host_ports(brokers, false, &hosts, &ports))
+	if (!se_split_host_ports(brokers, false, &hosts, &ports))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid Kafka broker list \"%s\"", brokers),
 				 errhint("Give a comma-separated list of host:port pairs, such as 'kafka1:9092,kafka2:9092'.")));
-}
-
-/* GUC check hook of stream_ext.allowed_brokers */
-bool
-kafka_check_allowed_brokers(char **newval, void **extra, GucSource source)
-{
-	List	   *hosts;
-	List	   *ports;
-
-	if (*newval == NULL || (*skip_space(*newval)) == '\0')
-		return true;
-	if (!split_host_ports(*newval, true, &hosts, &ports))
-	{
-		GUC_check_errdetail("List host[:port] patterns separated by commas; a host may be \"*\" or begin with \"*.\".");
-		return false;
-	}
-	list_free_deep(hosts);
-	list_free(ports);
-	return true;
-}
-
-/* does host:port (port 0: the default, 9092) match pattern phost:pport? */
-static bool
-broker_matches(const char *host, int port, const char *phost, int pport)
-{
-	if (pport != 0 && pport != (port == 0 ? 9092 : port))
-		return false;
-	if (strcmp(phost, "*") == 0)
-		return true;
-	if (strncmp(phost, "*.", 2) == 0)
-	{
-		size_t		hl = strlen(host);
-		size_t		sl = strlen(phost + 1);	/* ".domain" */
-
-		return hl > sl && pg_strcasecmp(host + hl - sl, phost + 1) == 0;
-	}
-	return pg_strcasecmp(host, phost) == 0;
 }
 
 /*
@@ -830,12 +689,12 @@ check_brokers_allowed(Oid role, const char *brokers)
 	ListCell   *lh,
 			   *lp;
 
-	if (kafka_allowed_brokers == NULL || *skip_space(kafka_allowed_brokers) == '\0' ||
+	if (kafka_allowed_brokers == NULL || *se_skip_space(kafka_allowed_brokers) == '\0' ||
 		superuser_arg(role))
 		return;
-	if (!split_host_ports(brokers, false, &hosts, &ports))
+	if (!se_split_host_ports(brokers, false, &hosts, &ports))
 		kafka_check_brokers(brokers);	/* ereports */
-	if (!split_host_ports(kafka_allowed_brokers, true, &phosts, &pports))
+	if (!se_split_host_ports(kafka_allowed_brokers, true, &phosts, &pports))
 		elog(ERROR, "invalid stream_ext.allowed_brokers");	/* check hook */
 	forboth(lh, hosts, lp, ports)
 	{
@@ -844,7 +703,7 @@ check_brokers_allowed(Oid role, const char *brokers)
 		bool		allowed = false;
 
 		forboth(ph, phosts, pp, pports)
-			if (broker_matches(lfirst(lh), lfirst_int(lp), lfirst(ph), lfirst_int(pp)))
+			if (se_host_matches(lfirst(lh), lfirst_int(lp), 9092, lfirst(ph), lfirst_int(pp)))
 			{
 				allowed = true;
 				break;

@@ -155,7 +155,6 @@ extern List *kafka_opt_names(JsonbValue *v, const char *key);
 extern char *kafka_allowed_brokers;
 
 extern void kafka_check_brokers(const char *brokers);
-extern bool kafka_check_allowed_brokers(char **newval, void **extra, GucSource source);
 extern rd_kafka_conf_t *kafka_conf_new(const char *brokers, List *keys, List *values,
 									   const char *const *managed,
 									   const char *managed_detail, Oid role);

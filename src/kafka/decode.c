@@ -21,6 +21,9 @@
  *			to the target columns by position.
  *	text	the whole payload into one column through its input function.
  *	bytea	the whole payload, uninterpreted, into one bytea column.
+ *	avro, avro-confluent
+ *			Avro records (avro_decode.c); columns map to fields by name or
+ *			by the "paths" option, like JSON.
  *
  * Timestamps (json, csv): ISO 8601 ones are read by time_input.c, numbers
  * are Unix time with the option epoch_unit (field_value()).
@@ -45,6 +48,7 @@
 #include "utils/timestamp.h"
 
 #include "core/util.h"
+#include "kafka/avro_decode.h"
 #include "kafka/decode.h"
 #include "kafka/time_input.h"
 
@@ -136,6 +140,7 @@ KafkaDecoder *
 kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 {
 	KafkaDecoder *dec = palloc0(sizeof(KafkaDecoder));
+	bool		avro = format == KAFKA_FORMAT_AVRO || format == KAFKA_FORMAT_AVRO_CONFLUENT;
 	Relation	rel;
 	TupleDesc	tupdesc;
 	ListCell   *lc,
@@ -217,10 +222,10 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 		ListCell   *lc3;
 		int			k = 0;
 
-		if (format != KAFKA_FORMAT_JSON)
+		if (format != KAFKA_FORMAT_JSON && !avro)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("option \"paths\" applies only to format \"json\"")));
+					 errmsg("option \"paths\" applies only to formats \"json\", \"avro\" and \"avro-confluent\"")));
 		for (i = 0; i < dec->ncolumns; i++)
 			if (strcmp(dec->columns[i].name, name) == 0)
 				col = &dec->columns[i];
@@ -271,6 +276,14 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 						   dec->columns[i].typmod, 0);
 	dec->values = palloc(sizeof(Datum) * dec->ncolumns);
 	dec->nulls = palloc(sizeof(bool) * dec->ncolumns);
+
+	if (avro)
+		dec->avro = se_avro_decoder_create(dec, opts);
+	else if (opts->avro_schema || opts->avro_reader_schema || opts->registry_url ||
+			 opts->registry_user || opts->registry_password)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options \"schema\", \"reader_schema\" and \"schema_registry\" apply only to formats \"avro\" and \"avro-confluent\"")));
 
 	dec->csv_delimiter = opts->csv_delimiter;
 	dec->csv_quote = opts->csv_quote;
@@ -863,7 +876,7 @@ kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
 				dec->nulls[i] = true;
 				dec->values[i] = (Datum) 0;
 			}
-		if (dec->format == KAFKA_FORMAT_JSON || dec->format == KAFKA_FORMAT_CSV)
+		if (dec->format != KAFKA_FORMAT_TEXT && dec->format != KAFKA_FORMAT_BYTEA)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("message has no payload")));
@@ -886,6 +899,10 @@ kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
 			case KAFKA_FORMAT_BYTEA:
 				dec->nulls[0] = false;
 				dec->values[0] = bytes_to_bytea(msg->payload, msg->len);
+				break;
+			case KAFKA_FORMAT_AVRO:
+			case KAFKA_FORMAT_AVRO_CONFLUENT:
+				se_avro_decode(dec, msg);
 				break;
 		}
 	}

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * decode.h
- *	  Kafka message -> stream tuple decoding (JSON, CSV, text, bytea).
+ *	  Kafka message -> stream tuple decoding (JSON, CSV, text, bytea, Avro).
  *
  *-------------------------------------------------------------------------
  */
@@ -52,6 +52,7 @@ typedef struct KafkaDecoder
 	char		csv_escape;
 	char	   *csv_null;
 	int			csv_nulllen;
+	struct SeAvroDecoder *avro;	/* formats avro, avro-confluent */
 	int64		epoch_unit_usecs;	/* numbers into timestamps: 0 = no */
 } KafkaDecoder;
 

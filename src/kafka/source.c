@@ -31,6 +31,7 @@
 
 #include "core/util.h"
 #include "kafka/decode.h"
+#include "kafka/registry.h"
 #include "kafka/source.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_source);
@@ -44,7 +45,9 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_partition_stats);
 	"Known options: start, start_offset, start_timestamp, batch_size, " \
 	"max_wait_ms, workers, on_error, max_message_bytes, columns, paths, " \
 	"column, key_column, partition_column, offset_column, timestamp_column, " \
-	"csv_delimiter, csv_quote, csv_escape, csv_null, epoch_unit, partitions, node, nodes, " \
+	"csv_delimiter, csv_quote, csv_escape, csv_null, epoch_unit, schema, " \
+	"reader_schema, schema_registry, registry_user, registry_password, " \
+	"registry_timeout_ms, partitions, node, nodes, " \
 	"start_offsets, kafka; keys containing " \
 	"a dot are librdkafka properties."
 
@@ -78,6 +81,7 @@ void
 kafka_source_init(void)
 {
 	kafka_slot_table_register(&kafka_source_kind);
+	se_registry_init();
 }
 
 /* ----------------------------------------------------------------
@@ -86,7 +90,9 @@ kafka_source_init(void)
  */
 
 /* the names of KafkaFormat's values */
-static const char *const kafka_format_names[] = {"json", "csv", "text", "bytea"};
+static const char *const kafka_format_names[] = {
+	"json", "csv", "text", "bytea", "avro", "avro-confluent"
+};
 
 KafkaFormat
 kafka_parse_format(const char *format)
@@ -102,7 +108,7 @@ kafka_parse_format(const char *format)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown Kafka message format \"%s\"", format),
-				 errhint("Valid formats are \"json\", \"csv\", \"text\" and \"bytea\".")));
+				 errhint("Valid formats are \"json\", \"csv\", \"text\", \"bytea\", \"avro\" and \"avro-confluent\".")));
 	return (KafkaFormat) i;
 }
 
@@ -116,6 +122,20 @@ opt_char(JsonbValue *v, const char *key)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"%s\" must be a single one-byte character", key)));
 	return s[0];
+}
+
+/* an Avro schema: a JSON object or array, or a string holding one */
+static char *
+opt_schema(JsonbValue *v, const char *key)
+{
+	if (v->type == jbvBinary)
+		return JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+	if (v->type == jbvString)
+		return pnstrdup(v->val.string.val, v->val.string.len);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("option \"%s\" must be an Avro schema: a JSON object, or a string holding one", key)));
+	return NULL;
 }
 
 /* split "a.b.c" or ["a","b","c"] into a List of names */
@@ -513,6 +533,18 @@ source_option(const char *key, JsonbValue *v, void *arg)
 					 errmsg("invalid value for option \"epoch_unit\": \"%s\"", s),
 					 errhint("Valid values are \"s\", \"ms\" and \"us\".")));
 	}
+	else if (strcmp(key, "schema") == 0)
+		opts->avro_schema = opt_schema(v, key);
+	else if (strcmp(key, "reader_schema") == 0)
+		opts->avro_reader_schema = opt_schema(v, key);
+	else if (strcmp(key, "schema_registry") == 0)
+		opts->registry_url = kafka_opt_string(v, key);
+	else if (strcmp(key, "registry_user") == 0)
+		opts->registry_user = kafka_opt_string(v, key);
+	else if (strcmp(key, "registry_password") == 0)
+		opts->registry_password = kafka_opt_string(v, key);
+	else if (strcmp(key, "registry_timeout_ms") == 0)
+		opts->registry_timeout_ms = (int) kafka_opt_int(v, &kafka_source_kind, key);
 	else if (strcmp(key, "partitions") == 0)
 		share_parse_partitions(opts, v);
 	else if (strcmp(key, "node") == 0)
@@ -550,6 +582,7 @@ kafka_parse_options(Jsonb *options, KafkaOptions *opts)
 	opts->csv_delimiter = ',';
 	opts->csv_quote = '"';
 	opts->csv_null = "";
+	opts->registry_timeout_ms = 5000;
 
 	parse.opts = opts;
 	parse.have_start = false;

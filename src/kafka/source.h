@@ -44,7 +44,9 @@ typedef enum KafkaFormat
 	KAFKA_FORMAT_JSON,
 	KAFKA_FORMAT_CSV,
 	KAFKA_FORMAT_TEXT,
-	KAFKA_FORMAT_BYTEA
+	KAFKA_FORMAT_BYTEA,
+	KAFKA_FORMAT_AVRO,			/* Avro binary, schema in the options */
+	KAFKA_FORMAT_AVRO_CONFLUENT /* Confluent wire format, schema registry */
 } KafkaFormat;
 
 /* A source's options jsonb, parsed and validated (see docs/kafka.md). */
@@ -71,6 +73,12 @@ typedef struct KafkaOptions
 	char		csv_escape;
 	char	   *csv_null;
 	int64		epoch_unit_usecs;	/* "epoch_unit" in microseconds; 0: none */
+	char	   *avro_schema;	/* "schema": writer schema JSON (avro) */
+	char	   *avro_reader_schema; /* "reader_schema" */
+	char	   *registry_url;	/* "schema_registry" (avro-confluent) */
+	char	   *registry_user;
+	char	   *registry_password;
+	int			registry_timeout_ms;
 	List	   *kafka_keys;		/* librdkafka property names (char *) */
 	List	   *kafka_values;	/* parallel: values (char *) */
 	/* this source's share of the topic's partitions (docs/scale-out.md) */

@@ -30,8 +30,9 @@
  * Kafka offsets are never committed to the broker: the stored offsets are
  * the only truth, so a batch is applied exactly once.  A transient error
  * anywhere in the batch (a deadlock, a serialization failure, a lock
- * timeout, a cancel request, out of memory or shared memory: never a
- * message's fault) rolls back the whole transaction, and the same
+ * timeout, a cancel request, out of memory or shared memory, a schema
+ * registry that does not answer: never a message's fault) rolls back the
+ * whole transaction, and the same
  * messages are applied again after a backoff (100 ms .. 10 s, with
  * jitter), the worker keeping them meanwhile.  After any other failure the consumer is torn
  * down and rebuilt from the stored offsets after an exponential backoff
@@ -928,10 +929,11 @@ register_enr(const char *name, Tuplestorestate *ts, int ntuples)
 /*
  * Is this error transient, never the fault of a message?  Class 40
  * (deadlock, serialization failure), class 53 (insufficient resources: out
- * of memory, out of shared memory, disk full), 55P03 (lock_timeout) and
- * 57014 (a cancel request).  The whole batch is then rolled back and
- * applied again after a backoff (apply_batch_retrying()); only the other
- * errors make dead letters.
+ * of memory, out of shared memory, disk full), class 08 (a connection
+ * failed: a schema registry that does not answer, registry.c), 55P03
+ * (lock_timeout) and 57014 (a cancel request).  The whole batch is then
+ * rolled back and applied again after a backoff (apply_batch_retrying());
+ * only the other errors make dead letters.
  */
 static bool
 transient_error(int sqlerrcode)
@@ -940,6 +942,7 @@ transient_error(int sqlerrcode)
 	{
 		case ERRCODE_TRANSACTION_ROLLBACK:
 		case ERRCODE_INSUFFICIENT_RESOURCES:
+		case ERRCODE_CONNECTION_EXCEPTION:
 			return true;
 		default:
 			return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||

@@ -19,6 +19,8 @@ set -euo pipefail
 #   libclang-rt-14-dev                  clang runtime libs (sanitizer builds,
 #                                       libFuzzer for test/fuzz/)
 #   librdkafka-dev, kcat                Kafka ingest and its tests
+#   libavro-dev, libcurl4-openssl-dev   Avro sources (avro-c) and their schema
+#                                       registry client (HTTP(S) with libcurl)
 #   postgresql-15-cron                  pg_cron (preloaded by the test cluster)
 #   postgresql-15-hll, postgresql-15-tdigest
 #                                       other extensions' aggregates in continuous
@@ -37,6 +39,8 @@ PACKAGES=(
 	postgresql-server-dev-15
 	postgresql-contrib
 	librdkafka-dev
+	libavro-dev
+	libcurl4-openssl-dev
 	postgresql-15-cron
 	postgresql-15-hll
 	postgresql-15-tdigest

@@ -40,6 +40,11 @@ SELECT stream_ext.create_stream('fz_wide',
    ts timestamptz, d date, j jsonb, arr int[], p posint');
 SELECT stream_ext.create_stream('fz_meta',
   'id int, a text, deep numeric, k text, part int, off bigint, mts timestamptz, raw bytea');
+SELECT stream_ext.create_stream('fz_avro',
+  'id bigint, name text, country text, amount numeric(10,2), ts timestamptz, day date,
+   uid uuid, tags jsonb, kind text, score float8, ok boolean, raw bytea, small int,
+   p posint, m jsonb, fx numeric, tu timestamptz');
+SELECT stream_ext.create_stream('fz_avro2', 'id bigint, small int, score float8, extra text, zip int');
 CREATE FUNCTION fuzz_decode(regclass[], text[], jsonb[], text, text[]) RETURNS void
   AS '$so', 'stream_ext_fuzz_decode' LANGUAGE C STRICT;
 });
@@ -62,11 +67,18 @@ my $arr = join(', ', map { "'$_'" } @args);
 my $csv_custom = q('{"csv_delimiter": ";", "csv_quote": "''", "csv_escape": "\\\\", "csv_null": "NULL"}');
 my $meta = q('{"paths": {"deep": ["x", "y", "z"], "a": ["arr"]}, "key_column": "k",)
   . q( "partition_column": "part", "offset_column": "off", "timestamp_column": "mts"}');
+# Avro: the writer schema of test/fuzz/avro_writer.json, read as it is and
+# resolved against test/fuzz/avro_reader.json (defaults, promotions)
+sub schema_file { my $s = slurp_file("$fuzzdir/$_[0]"); $s =~ s/'/''/g; $s =~ s/\n/ /g; return $s }
+my $avro = q('{"paths": {"name": "user.name", "country": "user.country"}, "schema": )
+  . schema_file('avro_writer.json') . q(}');
+my $avro2 = q('{"paths": {"zip": "user.zip"}, "schema": ) . schema_file('avro_writer.json')
+  . q(, "reader_schema": ) . schema_file('avro_reader.json') . q(}');
 my $sql =
-    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta', 'fz_wide', 'fz_wide']::regclass[], "
-  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea', 'json', 'csv'], "
+    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_avro', 'fz_avro2']::regclass[], "
+  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea', 'json', 'csv', 'avro', 'avro'], "
   . "ARRAY['{}', $meta, '{}', $csv_custom, '{\"column\": \"j\"}', '{\"column\": \"raw\", \"key_column\": \"k\"}', "
-  . "'{\"epoch_unit\": \"ms\"}', '{\"epoch_unit\": \"s\"}']::jsonb[], "
+  . "'{\"epoch_unit\": \"ms\"}', '{\"epoch_unit\": \"s\"}', $avro, $avro2]::jsonb[], "
   . "'$work/artifacts', ARRAY[$arr])\n";
 note $sql;
 
