@@ -25,6 +25,7 @@
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 
 #include "core/security.h"
 
@@ -56,14 +57,94 @@ extension_owner(void)
 	return owner;
 }
 
+/*
+ * The settings se_pin_settings() pins.  Their values are compared with the
+ * session's through the variables themselves (found once per backend:
+ * PostgreSQL's own settings never move), and set -- which parses the value
+ * and pushes it on the GUC stack -- only where they differ.  The comparison
+ * is what GetConfigOption()'s text would be compared with: the string of a
+ * string setting, the value of an enum or integer one.
+ */
+typedef struct PinnedSetting
+{
+	const char *name;
+	const char *value;			/* NULL: the view's TimeZone */
+	struct config_generic *gen; /* found on first use */
+	int			intval;			/* value, for an enum or integer setting */
+} PinnedSetting;
+
+static PinnedSetting pinned[] = {
+	{"search_path", "pg_catalog"},
+	{"DateStyle", "ISO, YMD"},
+	{"IntervalStyle", "postgres"},
+	{"extra_float_digits", "1"},
+	/* the tables stream_ext creates store their rows (storage/discard_am.c) */
+	{"default_table_access_method", "heap"},
+	{"TimeZone", NULL},
+};
+
+#define PIN_TIMEZONE (lengthof(pinned) - 1)
+
+static bool pinned_found = false;
+
+static void
+find_pinned_settings(void)
+{
+	struct config_generic **vars = get_guc_variables();
+	int			nvars = GetNumConfigOptions();
+
+	for (int i = 0; i < lengthof(pinned); i++)
+	{
+		PinnedSetting *p = &pinned[i];
+
+		for (int j = 0; j < nvars && p->gen == NULL; j++)
+			if (pg_strcasecmp(vars[j]->name, p->name) == 0)
+				p->gen = vars[j];
+		if (p->gen == NULL)
+			elog(ERROR, "stream_ext: setting \"%s\" not found", p->name);
+		if (p->gen->vartype == PGC_ENUM)
+		{
+			if (!config_enum_lookup_by_name((struct config_enum *) p->gen,
+											p->value, &p->intval))
+				elog(ERROR, "stream_ext: bad value for setting \"%s\"", p->name);
+		}
+		else if (p->gen->vartype == PGC_INT)
+		{
+			if (!parse_int(p->value, &p->intval, 0, NULL))
+				elog(ERROR, "stream_ext: bad value for setting \"%s\"", p->name);
+		}
+		else if (p->gen->vartype != PGC_STRING)
+			elog(ERROR, "stream_ext: setting \"%s\" has an unexpected type", p->name);
+	}
+	pinned_found = true;
+}
+
+static bool
+has_value(PinnedSetting *p, const char *value)
+{
+	switch (p->gen->vartype)
+	{
+		case PGC_STRING:
+			{
+				const char *current = *((struct config_string *) p->gen)->variable;
+
+				return current != NULL && strcmp(current, value) == 0;
+			}
+		case PGC_ENUM:
+			return *((struct config_enum *) p->gen)->variable == p->intval;
+		case PGC_INT:
+			return *((struct config_int *) p->gen)->variable == p->intval;
+		default:
+			return false;
+	}
+}
+
 /* set a GUC in the current nest level, unless it already has that value */
 static void
-pin(const char *name, const char *value)
+pin(PinnedSetting *p, const char *value)
 {
-	const char *current = GetConfigOption(name, false, false);
-
-	if (current == NULL || strcmp(current, value) != 0)
-		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+	if (!has_value(p, value))
+		(void) set_config_option(p->name, value, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 }
 
@@ -72,14 +153,12 @@ se_pin_settings(const char *timezone)
 {
 	int			nestlevel = NewGUCNestLevel();
 
-	pin("search_path", "pg_catalog");
-	pin("DateStyle", "ISO, YMD");
-	pin("IntervalStyle", "postgres");
-	pin("extra_float_digits", "1");
-	/* the tables stream_ext creates store their rows (storage/discard_am.c) */
-	pin("default_table_access_method", "heap");
+	if (!pinned_found)
+		find_pinned_settings();
+	for (int i = 0; i < PIN_TIMEZONE; i++)
+		pin(&pinned[i], pinned[i].value);
 	if (timezone != NULL)
-		pin("TimeZone", timezone);
+		pin(&pinned[PIN_TIMEZONE], timezone);
 	return nestlevel;
 }
 
