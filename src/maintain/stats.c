@@ -44,6 +44,7 @@
 
 #include "core/catalog.h"
 #include "core/security.h"
+#include "housekeeping/compactor_slots.h"
 #include "maintain/stats.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_view_stats_raw);
@@ -394,6 +395,12 @@ stats_report_batch(Oid viewid, Oid streamid, uint64 rows, uint64 groups,
 {
 	PendingStats *p;
 
+	/*
+	 * A view with a delta appended one row per group touched: count them
+	 * towards waking the background compactor at commit (cheap, and
+	 * harmless for a view that upserts: a spurious wake-up at most).
+	 */
+	se_compactor_note_rows(groups);
 	if (!track_stats || stats_hash == NULL)
 		return;
 	p = pending_entry(viewid, streamid);
