@@ -62,9 +62,14 @@ SELECT stream_ext.create_stream('hot_s', 'k int, v int');
 CREATE VIEW hot_v WITH (continuous) AS SELECT k, count(*) AS n, sum(v) AS s FROM hot_s GROUP BY k;
 CREATE VIEW hot_d WITH (continuous) AS SELECT k, count(*) AS n, count(DISTINCT v) AS d FROM hot_s GROUP BY k;
 SELECT c.relname, c.reloptions FROM pg_class c WHERE c.relname IN ('hot_v_mrel', 'hot_d_mrel') ORDER BY 1;
+-- (the views append their batches: the compaction of each batch's delta
+-- rows is what updates the materialization, once per group)
 INSERT INTO hot_s SELECT i, 0 FROM generate_series(1, 5000) i;
+SELECT stream_ext.compact('hot_v') AS v_folded, stream_ext.compact('hot_d') AS d_folded;
 INSERT INTO hot_s SELECT i, 1 FROM generate_series(1, 5000) i;
+SELECT stream_ext.compact('hot_v') AS v_folded, stream_ext.compact('hot_d') AS d_folded;
 INSERT INTO hot_s SELECT i, 2 FROM generate_series(1, 5000) i;
+SELECT stream_ext.compact('hot_v') AS v_folded, stream_ext.compact('hot_d') AS d_folded;
 SELECT pg_stat_force_next_flush();
 SELECT relname, n_tup_upd, n_tup_hot_upd >= 0.9 * n_tup_upd AS hot
   FROM pg_stat_user_tables WHERE relname IN ('hot_v_mrel', 'hot_d_mrel') ORDER BY 1;

@@ -136,7 +136,7 @@ SET stream_ext.debug_key_hash_bits = 1;
 CREATE VIEW coll_d WITH (continuous) AS SELECT count(DISTINCT u) AS d FROM coll_s;
 CREATE VIEW coll_bd WITH (continuous) AS
   SELECT k, count(*) AS c, count(DISTINCT u) AS d FROM coll_s GROUP BY k;
--- group keys: a second group with the same hash is refused, never merged
+-- group keys: groups with the same hash are kept apart, never merged
 CREATE VIEW coll_k WITH (continuous) AS SELECT k, count(*) AS c FROM coll_k_s GROUP BY k;
 RESET stream_ext.debug_key_hash_bits;
 -- the views keep their one-bit hash
@@ -152,8 +152,9 @@ INSERT INTO coll_s SELECT 'k' || (2 + i % 2), 'u' || (i % 9) FROM generate_serie
 SELECT d, (SELECT count(DISTINCT u) FROM coll_s) AS expected FROM coll_d;
 SELECT k, c, d, (SELECT count(DISTINCT u) FROM coll_s s WHERE s.k = v.k) AS expected
   FROM coll_bd v ORDER BY k;
--- five keys, one statement each, into two hash values: the statements
--- bringing a key whose hash another group has fail; no group is merged
+-- five keys, one statement each, into two hash values: the view appends
+-- (docs/internals.md, "Append mode"), so every statement succeeds, and no
+-- group is merged
 CREATE TABLE coll_outcome (k text, result text);
 DO $$
 DECLARE
@@ -170,8 +171,14 @@ BEGIN
 END $$;
 SELECT result, count(*) FROM coll_outcome GROUP BY 1 ORDER BY 1;
 SELECT count(*) AS groups, sum(c) AS rows, (SELECT count(*) FROM coll_k_s) AS stream_rows FROM coll_k;
--- two new groups of one batch with the same hash: the batch fails with
--- PostgreSQL's own error for an upsert meeting its own row (21000)
+-- compaction folds the groups whose hash no other group has into the
+-- materialization (its unique index is on the hash); the others stay in
+-- the delta, where reads merge them by their keys
+SELECT stream_ext.compact('coll_k') AS folded;
+SELECT (SELECT count(*) FROM coll_k_mrel) AS compacted_groups,
+       (SELECT count(DISTINCT k) FROM coll_k_delta) AS groups_left_in_delta;
+SELECT count(*) AS groups, sum(c) AS rows FROM coll_k;
+-- two new groups of one batch with the same hash: both kept
 SET stream_ext.debug_key_hash_bits = 1;
 SELECT stream_ext.create_stream('coll_p_s', 'k text');
 CREATE VIEW coll_pair WITH (continuous) AS SELECT k, count(*) AS c FROM coll_p_s GROUP BY k;

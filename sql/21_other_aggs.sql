@@ -33,7 +33,10 @@ CREATE VIEW hl_by_k WITH (continuous) AS
 -- batches combining into those stored states, then single rows
 INSERT INTO s SELECT g % 3, g, g * 7 FROM generate_series(1, 20000) g;
 INSERT INTO s_log SELECT g % 3, g, g * 7 FROM generate_series(1, 20000) g;
--- the stored states are compressed (the point of this test)
+-- the stored states are compressed (the point of this test), in the delta
+-- the batch appended to and in the materialization it is compacted into
+SELECT pg_column_compression(state_tdigest_percentile_1) AS td_delta_state FROM td_delta;
+SELECT stream_ext.compact('td') AS td_folded, stream_ext.compact('hl') AS hl_folded;
 SELECT pg_column_compression(state_tdigest_percentile_1) AS td_state,
        pg_column_size(state_tdigest_percentile_1) < octet_length(state_tdigest_percentile_1) AS td_smaller
 FROM td_mrel;

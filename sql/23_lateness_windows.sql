@@ -134,6 +134,8 @@ SELECT count(*) = (SELECT count(*) FROM hl_view) AS every_window_emitted FROM hl
 
 -- the materialization: one row per (key, pane) for on-time rows, plus one
 -- per (key, pane, first open window) for rows that missed some windows
+-- (once the batches appended to the delta are compacted)
+SELECT stream_ext.compact('hl_view') > 0 AS compacted;
 SELECT count(*) FILTER (WHERE window_open_from = '-infinity') > 0 AS on_time_panes,
        count(*) FILTER (WHERE window_open_from > '-infinity') > 0 AS partly_late_panes
   FROM hl_view_mrel;

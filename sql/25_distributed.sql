@@ -54,7 +54,10 @@ CREATE VIEW dv_total WITH (continuous) AS
 INSERT INTO dv SELECT i % 5, 'g' || (i % 2), i, now() FROM generate_series(1, 1000) i;
 INSERT INTO dv VALUES (99, 'once', 1, now());
 -- "two nodes" holding the same states: counts and sums double, avg, min
--- and the spread stay, HAVING applies to the combined count
+-- and the spread stay, HAVING applies to the combined count (the batches
+-- the views appended to their deltas compacted into the materializations
+-- given as the nodes: create_distributed_view() reads the deltas too)
+SELECT stream_ext.compact('dv_by_k') >= 0 AS compacted, stream_ext.compact('dv_total') > 0 AS compacted;
 SELECT stream_ext.distributed_select_sql('dv_by_k',
          ARRAY[(SELECT materialization FROM stream_ext.continuous_views WHERE name = 'dv_by_k'::regclass),
                (SELECT materialization FROM stream_ext.continuous_views WHERE name = 'dv_by_k'::regclass)]) AS q \gset

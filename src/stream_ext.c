@@ -22,6 +22,7 @@
 #include "kafka/launcher.h"
 #include "kafka/sink.h"
 #include "kafka/source.h"
+#include "maintain/compact.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
@@ -56,6 +57,7 @@ _PG_init(void)
 	maintain_init();
 	privileges_init();
 	stats_init();
+	compact_init();
 	kafka_common_init();
 	kafka_source_init();
 	kafka_sink_init();

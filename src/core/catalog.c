@@ -103,17 +103,16 @@ view_catalog_has_notify(void)
 	return view_catalog_has_column("notify");
 }
 
-/* a materialization, side table, transform or a transform's table? */
+/* a materialization, delta, side table, transform or a transform's table? */
 bool
 catalog_is_matrel(Oid relid)
 {
-	return catalog_query_oid(has_transform_catalog() ?
-							 "SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
-							 " OR $1::pg_catalog.regclass = ANY (aux_tables)"
-							 " UNION ALL SELECT 1 FROM stream_ext.transform_catalog"
-							 " WHERE output_table = $1 OR transform = $1" :
-							 "SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
-							 " OR $1::pg_catalog.regclass = ANY (aux_tables)",
+	return catalog_query_oid(psprintf("SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
+									  " OR $1::pg_catalog.regclass = ANY (aux_tables)%s%s",
+									  view_catalog_has_column("delta") ? " OR delta = $1" : "",
+									  has_transform_catalog() ?
+									  " UNION ALL SELECT 1 FROM stream_ext.transform_catalog"
+									  " WHERE output_table = $1 OR transform = $1" : ""),
 							 relid, false) > 0;
 }
 
@@ -501,6 +500,39 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 }
 
 /*
+ * Has view_catalog the delta columns (0.3)?  Before ALTER EXTENSION
+ * stream_ext UPDATE new views upsert, as all views of 0.2 do.
+ */
+bool
+catalog_has_delta(void)
+{
+	return view_catalog_has_column("delta");
+}
+
+/* record the delta of a view that appends, and its compaction statement */
+void
+catalog_set_delta(Oid viewid, Oid deltaid, const char *compact_sql)
+{
+	Oid			argtypes[3] = {OIDOID, OIDOID, TEXTOID};
+	Datum		values[3];
+	SeRunAs		runas;
+	int			rc;
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = ObjectIdGetDatum(deltaid);
+	values[2] = CStringGetTextDatum(compact_sql);
+	se_run_as_catalog_owner(&runas);
+	SPI_connect();
+	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET delta = $2, compact_sql = $3"
+							   " WHERE view = $1",
+							   3, argtypes, values, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not record the delta of continuous view %u", viewid);
+	SPI_finish();
+	se_restore(&runas);
+}
+
+/*
  * Fill *entry for the view whose materialization is matrelid; the strings
  * are allocated in mcxt.  Returns false if there is none.
  */
@@ -595,6 +627,8 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	bool		found = false;
 	const char *window_columns;
 	const char *notify = view_catalog_has_notify() ? "v.notify" : "NULL::pg_catalog.text";
+	const char *delta = catalog_has_delta() ? "v.delta::pg_catalog.oid, v.compact_sql" :
+		"NULL::pg_catalog.oid, NULL::pg_catalog.text";
 	int			rc;
 
 	/* sliding windows: expiry statement, and its step in microseconds */
@@ -605,11 +639,11 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	SPI_connect();
 	catalog_read_latest_begin();
 	rc = SPI_execute_with_args(psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
-										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s"
+										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s, %s"
 										" FROM stream_ext.view_catalog v"
 										" JOIN pg_catalog.pg_class c ON c.oid = v.view"
 										" WHERE v.%s = $1",
-										window_columns, notify, by_matrel ? "matrel" : "view"),
+										window_columns, notify, delta, by_matrel ? "matrel" : "view"),
 							   1, argtypes, values, NULL, true, 1);
 	catalog_read_latest_end();
 	if (rc != SPI_OK_SELECT)
@@ -636,6 +670,10 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 		if (isnull)
 			entry->expire_every_us = 0;
 		entry->notify = SPI_getvalue(tup, desc, 10);
+		entry->deltaid = DatumGetObjectId(SPI_getbinval(tup, desc, 11, &isnull));
+		if (isnull)
+			entry->deltaid = InvalidOid;
+		entry->compact_sql = SPI_getvalue(tup, desc, 12);
 		entry->distinct_sql = NIL;
 		arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
 		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,

@@ -25,6 +25,9 @@ typedef struct ViewCatalogEntry
 	char	   *expire_sql;		/* sliding window: deletes expired buckets */
 	int64		expire_every_us;	/* sliding window: its step */
 	char	   *notify;			/* NOTIFY channel per batch, or NULL */
+	Oid			deltaid;		/* the delta batches append to, or Invalid:
+								 * the view upserts (docs/internals.md) */
+	char	   *compact_sql;	/* folds the delta into the matrel, or NULL */
 } ViewCatalogEntry;
 
 /* is the extension installed in this database? */
@@ -48,6 +51,8 @@ extern void catalog_set_window(Oid viewid, const char *kind,
 							   const char *step, const char *time_column,
 							   const char *window_column,
 							   const char *expire_sql);
+extern bool catalog_has_delta(void);
+extern void catalog_set_delta(Oid viewid, Oid deltaid, const char *compact_sql);
 extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);

@@ -5,7 +5,8 @@
  *	  extended, so CREATE CONTINUOUS VIEW is spelled that way; the utility
  *	  hook (ddl/utility.c) hands it here, and the continuous view is built
  *	  in the same transaction: materialization table and its unique index,
- *	  side tables for count(DISTINCT), the user-facing view, the
+ *	  the delta batches append to (unless the view upserts, see
+ *	  cv_appends()), side tables for count(DISTINCT), the user-facing view, the
  *	  maintenance trigger on the stream, dependencies, catalog entry and
  *	  the backfill from rows the stream already holds.  An error anywhere
  *	  rolls all of it back.
@@ -246,6 +247,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	char	   *viewname = stmt->view->relname;
 	char	   *matrelname;
 	char	   *definition;
+	bool		appends;
+	char	   *dq = NULL;
+	Oid			deltaid = InvalidOid;
 	char	   *mq;
 	char	   *sq;
 	char	   *vq;
@@ -386,6 +390,22 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	matrelid = get_relname_relid(matrelname, nspid);
 	se_create_guard_trigger(matrelid);
 
+	/*
+	 * The delta: batches append their partial states here, compaction folds
+	 * them into the materialization (docs/internals.md, "Append mode").
+	 */
+	appends = !session.enabled && cv_appends(&plan) && catalog_has_delta();
+	if (appends)
+	{
+		char	   *deltaname = ChooseRelationName(viewname, NULL, "delta", nspid, false);
+
+		dq = quote_qualified_identifier(nspname, deltaname);
+		se_run_sql(psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(&plan),
+							cv_matrel_hash_column_sql(&plan)));
+		deltaid = get_relname_relid(deltaname, nspid);
+		se_create_guard_trigger(deltaid);
+	}
+
 	foreach(lc, plan.aggs)
 	{
 		CVAgg	   *agg = lfirst(lc);
@@ -403,20 +423,21 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		se_create_guard_trigger(auxid);
 		auxids = lappend_oid(auxids, auxid);
 		distinct_sql = lappend(distinct_sql,
-							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS));
+							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS, dq));
 		backfill_sql = lappend(backfill_sql,
-							   cv_distinct_sql(&plan, agg, mq, aq, sq));
+							   cv_distinct_sql(&plan, agg, mq, aq, sq, NULL));
 	}
 
 	se_run_sql(psprintf("CREATE VIEW %s AS %s", vq,
 					 session.enabled ?
 					 cv_view_select_sql(&plan, matrelid,
 										sessions_view_source_sql(&session, &plan, mq)) :
-					 window_view_select_sql(&plan, matrelid, mq)));
+					 window_view_select_sql(&plan, matrelid, mq, dq)));
 	viewid = get_relname_relid(viewname, nspid);
 
 	maintain_sql = session.enabled ?
 		sessions_maintain_sql(&session, &plan, mq, CV_NEW_ROWS) :
+		appends ? cv_maintain_append_sql(&plan, dq, CV_NEW_ROWS) :
 		cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
 	trigname = psprintf("stream_ext_maintain_%u", matrelid);
 	/* a restored database keeps the names of the OIDs of the dumped one */
@@ -447,19 +468,24 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	foreach(lc, auxids)
 		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
 							 viewid, DEPENDENCY_INTERNAL);
+	if (appends)
+		se_record_dependency(RelationRelationId, deltaid, RelationRelationId, viewid,
+							 DEPENDENCY_INTERNAL);
 	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
 						 DEPENDENCY_AUTO);
 	CommandCounterIncrement();
 
 	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
 						maintain_sql, distinct_sql);
+	if (appends)
+		catalog_set_delta(viewid, deltaid, cv_compact_sql(&plan, mq, dq));
 	if (opts.notify)
 		cv_record_notify(viewid, opts.notify);
 	if (session.enabled)
 		sessions_record(viewid, &session, sessions_compact_sql(&session, &plan, mq));
-	window_record(&plan, viewid, matrelid);
+	window_record(&plan, viewid, matrelid, dq);
 	if (ttl.enabled)
-		retention_record(viewid, &ttl, &plan, mq, auxids);
+		retention_record(viewid, &ttl, &plan, mq, dq, auxids);
 
 	/* start from what the stream already holds */
 	if (lateness.enabled)

@@ -21,6 +21,7 @@
 #include "access/table.h"
 #include "nodes/parsenodes.h"
 #include "nodes/primnodes.h"
+#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
@@ -63,6 +64,20 @@ stream_ext_view_column_source(PG_FUNCTION_ARGS)
 		rte = rt_fetch(var->varno, query->rtable);
 		if (rte->rtekind == RTE_RELATION && rte->relid == entry.matrelid)
 			source = get_attname(entry.matrelid, var->varattno, false);
+		else if (rte->rtekind == RTE_SUBQUERY && OidIsValid(entry.deltaid) &&
+				 rte->subquery->setOperations != NULL)
+		{
+			/*
+			 * materialization (+) delta (cv_merged_source_sql()): its columns
+			 * are the materialization's, and a filter on one reaches the
+			 * materialization's rows of groups without delta rows
+			 */
+			TargetEntry *sub = get_tle_by_resno(rte->subquery->targetList, var->varattno);
+
+			if (sub && sub->resname &&
+				get_attnum(entry.matrelid, sub->resname) != InvalidAttrNumber)
+				source = pstrdup(sub->resname);
+		}
 		break;
 	}
 	table_close(rel, AccessShareLock);

@@ -2,7 +2,7 @@
  *
  * restore.c
  *	  Repair after pg_restore.  pg_dump does not dump dependencies, so a
- *	  restored database lacks those that tie materializations to their
+ *	  restored database lacks those that tie materializations (and deltas) to their
  *	  views, maintenance triggers to theirs, streams to the extension and
  *	  views to the tables they join.  The utility hook (ddl/utility.c)
  *	  calls ddl_restore_dependencies() after each CREATE TRIGGER of one of
@@ -19,6 +19,7 @@
 #include "executor/spi.h"
 #include "utils/lsyscache.h"
 
+#include "core/catalog.h"
 #include "ddl/restore.h"
 #include "query/joins.h"
 
@@ -87,13 +88,16 @@ ddl_restore_dependencies(Oid streamid)
 												  get_namespace_oid("stream_ext", false)));
 	rc = SPI_execute_with_args(psprintf(
 		"WITH v AS (SELECT view::pg_catalog.oid AS view, stream::pg_catalog.oid AS stream,"
-		"                  matrel::pg_catalog.oid AS matrel, aux_tables"
+		"                  matrel::pg_catalog.oid AS matrel, aux_tables, %s AS delta"
 		"             FROM stream_ext.view_catalog WHERE stream = $1),"
 		" want (classid, objid, refclassid, refobjid, deptype) AS ("
 		"  SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, v.matrel,"
 		"         'pg_catalog.pg_class'::pg_catalog.regclass, v.view, 'i' FROM v"
 		"  UNION ALL"
 		"  SELECT 'pg_catalog.pg_class', v.matrel, 'pg_catalog.pg_class', v.stream, 'n' FROM v"
+		"  UNION ALL"
+		"  SELECT 'pg_catalog.pg_class', v.delta, 'pg_catalog.pg_class', v.view, 'i' FROM v"
+		"   WHERE v.delta IS NOT NULL"
 		"  UNION ALL"
 		"  SELECT 'pg_catalog.pg_class', a.aux::pg_catalog.oid, 'pg_catalog.pg_class', v.view, 'i'"
 		"    FROM v, pg_catalog.unnest(v.aux_tables) AS a(aux)"
@@ -115,6 +119,7 @@ ddl_restore_dependencies(Oid streamid)
 		"  WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d"
 		"                     WHERE d.classid = w.classid AND d.objid = w.objid"
 		"                       AND d.refclassid = w.refclassid AND d.refobjid = w.refobjid)",
+		catalog_has_delta() ? "delta::pg_catalog.oid" : "NULL::pg_catalog.oid",
 		has_transforms ? transform_dependencies : ""),
 		1, argtypes, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)

@@ -71,6 +71,7 @@
 #include "core/security.h"
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
+#include "windows/windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_set_retention);
 PG_FUNCTION_INFO_V1(stream_ext_run_maintenance);
@@ -212,24 +213,36 @@ retention_validate(TtlSpec *spec, CVPlan *plan, bool session)
 /*
  * The TTL statement of a view: $1 is the ttl.  Deletes the expired groups
  * it can lock without waiting and, in the same statement (same snapshot),
- * their values in the count(DISTINCT) side tables.
+ * their rows in the delta (a view that appends) and their values in the
+ * count(DISTINCT) side tables; yields the number of groups deleted.
  */
 static char *
-ttl_sql(TtlSpec *spec, CVPlan *plan, const char *matrel, List *auxids)
+ttl_sql(TtlSpec *spec, CVPlan *plan, const char *matrel, const char *delta,
+		List *auxids)
 {
 	StringInfoData buf;
+	StringInfoData keys;
 	const char *col = quote_identifier(spec->key->colname);
 	ListCell   *lc;
 	int			n = 0;
 
+	initStringInfo(&keys);
+	append_key_columns(&keys, plan, "");
 	initStringInfo(&buf);
 	appendStringInfo(&buf,
-					 "/* stream_ext ttl */ WITH gone AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					 "/* stream_ext ttl */ WITH gone_m AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 					 "SELECT ctid FROM %s WHERE %s OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
-					 " FOR UPDATE SKIP LOCKED)) RETURNING ",
-					 matrel, matrel, col);
-	append_key_columns(&buf, plan, "");
-	appendStringInfoChar(&buf, ')');
+					 " FOR UPDATE SKIP LOCKED)) RETURNING %s)",
+					 matrel, matrel, col, keys.data);
+	if (delta)
+		appendStringInfo(&buf,
+						 ", gone_d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+						 "SELECT ctid FROM %s WHERE %s OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+						 " FOR UPDATE SKIP LOCKED)) RETURNING %s),"
+						 " gone AS (SELECT %s FROM gone_m UNION SELECT %s FROM gone_d)",
+						 delta, delta, col, keys.data, keys.data, keys.data);
+	else
+		appendStringInfoString(&buf, ", gone AS (SELECT * FROM gone_m)");
 	foreach(lc, auxids)
 	{
 		Oid			auxid = lfirst_oid(lc);
@@ -259,7 +272,7 @@ static void ensure_job(void);
 
 void
 retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan, const char *matrel,
-				 List *auxids)
+				 const char *delta, List *auxids)
 {
 	int			rc;
 
@@ -277,7 +290,7 @@ retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan, const char *matrel,
 				 SPI_result_code_string(rc));
 	}
 	catalog_set_view_ttl(viewid, spec->ttl, spec->column,
-						 ttl_sql(spec, plan, matrel, auxids));
+						 ttl_sql(spec, plan, matrel, delta, auxids));
 	ensure_job();
 }
 
@@ -371,11 +384,7 @@ view_has_window_expiry(ViewWork *view)
 static int64
 view_task_window_expiry(ViewWork *view)
 {
-	int			rc = SPI_execute(view->expire_sql, false, 0);
-
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "stream_ext: window expiry failed: %s", SPI_result_code_string(rc));
-	return (int64) SPI_processed;
+	return window_run_expiry(view->expire_sql);
 }
 
 static bool

@@ -31,7 +31,8 @@ extern List *retention_take_options(List *options, TtlSpec *spec);
 extern void retention_validate(TtlSpec *spec, CVPlan *plan, bool session);
 /* records them (catalog, index on the materialization); SPI connected */
 extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
-							 const char *matrel, List *auxids);
+							 const char *matrel, const char *delta,
+							 List *auxids);
 
 /*
  * One continuous view, as stream_ext.run_maintenance() sees it.  Per-view

@@ -52,6 +52,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "maintain/compact.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
@@ -407,6 +408,7 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 	}
 	if (view->lateness)
 		lateness_end_batch(view->lateness, wm, wm_isnull);
+	compact_after_batch(&view->cat);
 	window_expire_opportunistic(&view->cat, &view->next_expiry);
 	return groups;
 }

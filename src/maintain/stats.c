@@ -22,7 +22,9 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -38,6 +40,8 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -654,6 +658,48 @@ stream_ext_reset_stats(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static char *
+qualified_rel(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/*
+ * The columns of the materialization's unique index (the group keys, or
+ * the hash of wide keys), as a select list: what tells its groups apart.
+ */
+static char *
+group_columns(Oid matrelid)
+{
+	Relation	rel = table_open(matrelid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index index;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		index = (Form_pg_index) GETSTRUCT(tup);
+		if (index->indisunique && buf.len == 0)
+		{
+			for (int i = 0; i < index->indnkeyatts; i++)
+				appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "",
+								 quote_identifier(get_attname(matrelid, index->indkey.values[i], false)));
+		}
+		ReleaseSysCache(tup);
+	}
+	table_close(rel, AccessShareLock);
+	if (buf.len == 0)
+		elog(ERROR, "materialization %s has no unique index", get_rel_name(matrelid));
+	return buf.data;
+}
+
 /*
  * Continuous view viewid's catalog entry, if the caller may read the view
  * (false: it may not).
@@ -670,19 +716,15 @@ readable_view(Oid viewid, ViewCatalogEntry *entry)
 	return true;
 }
 
-/* count(*) of table relid, as the owner of the view of entry */
+/* the count(*) query sql, as the owner of the view of entry */
 static int64
-count_as_owner(const ViewCatalogEntry *entry, Oid relid)
+count_as_owner(const ViewCatalogEntry *entry, const char *sql)
 {
 	SeRunAs		runas;
 	int			rc;
 	bool		isnull;
 	int64		result;
-	char	   *sql;
 
-	sql = psprintf("SELECT pg_catalog.count(*) FROM %s",
-				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-											  get_rel_name(relid)));
 	se_run_as_owner(&runas, entry->owner, entry->timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -706,33 +748,21 @@ Datum
 stream_ext_view_groups(PG_FUNCTION_ARGS)
 {
 	ViewCatalogEntry entry;
+	char	   *sql;
 
 	if (!readable_view(PG_GETARG_OID(0), &entry))
 		PG_RETURN_NULL();
-	PG_RETURN_INT64(count_as_owner(&entry, entry.matrelid));
-}
+	if (OidIsValid(entry.deltaid))
+	{
+		/* materialization (+) delta: each group counted once */
+		char	   *keys = group_columns(entry.matrelid);
 
-/* the delta of continuous view viewid (view_catalog.delta), or InvalidOid */
-static Oid
-view_delta(Oid viewid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	bool		isnull = true;
-	Datum		d = (Datum) 0;
-	int			rc;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_with_args("SELECT delta::pg_catalog.oid FROM stream_ext.view_catalog"
-							   " WHERE view OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext: reading view_catalog failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 1)
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	SPI_finish();
-	return isnull ? InvalidOid : DatumGetObjectId(d);
+		sql = psprintf("SELECT pg_catalog.count(*) FROM (SELECT %s FROM %s UNION SELECT %s FROM %s) g",
+					   keys, qualified_rel(entry.matrelid), keys, qualified_rel(entry.deltaid));
+	}
+	else
+		sql = psprintf("SELECT pg_catalog.count(*) FROM %s", qualified_rel(entry.matrelid));
+	PG_RETURN_INT64(count_as_owner(&entry, sql));
 }
 
 /*
@@ -744,14 +774,12 @@ Datum
 stream_ext_view_delta_rows(PG_FUNCTION_ARGS)
 {
 	ViewCatalogEntry entry;
-	Oid			delta;
 
-	if (!readable_view(PG_GETARG_OID(0), &entry))
+	if (!readable_view(PG_GETARG_OID(0), &entry) || !OidIsValid(entry.deltaid))
 		PG_RETURN_NULL();
-	delta = view_delta(entry.viewid);
-	if (!OidIsValid(delta))
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(count_as_owner(&entry, delta));
+	PG_RETURN_INT64(count_as_owner(&entry,
+								   psprintf("SELECT pg_catalog.count(*) FROM %s",
+											qualified_rel(entry.deltaid))));
 }
 
 /*

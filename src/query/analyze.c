@@ -28,6 +28,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -349,21 +350,24 @@ append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix)
  * every aggregate: the states of several rows of a group combined, for reads
  * that gather partial states (session fragments, a distributed view's nodes).
  */
+static void
+append_merged_state(StringInfo buf, CVAgg *agg, const char *prefix)
+{
+	const char *col = quote_identifier(agg->colname);
+
+	appendStringInfo(buf, ", stream_ext.merge_states(%s%s, %s::pg_catalog.regprocedure) AS %s",
+					 prefix, col,
+					 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
+					 col);
+}
+
 void
 append_merged_states(StringInfo buf, CVPlan *plan, const char *prefix)
 {
 	ListCell   *lc;
 
 	foreach(lc, plan->aggs)
-	{
-		CVAgg	   *agg = lfirst(lc);
-		const char *col = quote_identifier(agg->colname);
-
-		appendStringInfo(buf, ", stream_ext.merge_states(%s%s, %s::pg_catalog.regprocedure) AS %s",
-						 prefix, col,
-						 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
-						 col);
-	}
+		append_merged_state(buf, lfirst(lc), prefix);
 }
 
 char *
@@ -863,6 +867,42 @@ cv_batch_agg_sql(CVPlan *plan, const char *source)
 	return buf.data;
 }
 
+static char *store_sql(CVPlan *plan, const char *matrel, const char *from_item,
+					   const char *alias, bool with_distinct);
+static bool key_type_mergeable(Oid type);
+
+/* has the plan a count(DISTINCT)? */
+static bool
+has_distinct(CVPlan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		if (((CVAgg *) lfirst(lc))->is_distinct)
+			return true;
+	}
+	return false;
+}
+
+/* ", <prefix>col" for each count(DISTINCT) column */
+static char *
+distinct_columns(CVPlan *plan, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct)
+			appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(agg->colname));
+	}
+	return buf.data;
+}
+
 /*
  * The columns cv_batch_agg_sql() yields, in its order: keys, hash, states,
  * each name after prefix.
@@ -906,6 +946,18 @@ char *
 cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 			 const char *alias)
 {
+	return store_sql(plan, matrel, from_item, alias, false);
+}
+
+/*
+ * cv_store_sql(), and with_distinct: from_item also has the count(DISTINCT)
+ * columns (counts of values new to the group), added to the stored ones --
+ * the compaction of a delta (cv_compact_sql()).
+ */
+static char *
+store_sql(CVPlan *plan, const char *matrel, const char *from_item,
+		  const char *alias, bool with_distinct)
+{
 	StringInfoData buf;
 	ListCell   *lc;
 	bool		first;
@@ -913,11 +965,20 @@ cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 	bool		hashed = cv_matrel_hashed(plan);
 	char	   *prefix = psprintf("%s.", alias);
 	char	   *cols = batch_agg_columns(plan, "", &has_states);
+	char	   *from_cols = batch_agg_columns(plan, prefix, &has_states);
+
+	if (with_distinct && has_distinct(plan))
+	{
+		cols = psprintf("%s%s", cols, distinct_columns(plan, ""));
+		from_cols = psprintf("%s%s", from_cols, distinct_columns(plan, prefix));
+		has_states = true;
+	}
+	else
+		with_distinct = false;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "INSERT INTO %s AS m (%s) SELECT %s FROM %s AS %s",
-					 matrel, cols, batch_agg_columns(plan, prefix, &has_states),
-					 from_item, alias);
+					 matrel, cols, from_cols, from_item, alias);
 	if (!plan->keyless)
 	{
 		appendStringInfoString(&buf, " ORDER BY ");
@@ -947,9 +1008,17 @@ cv_store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 			CVAgg	   *agg = lfirst(lc);
 			const char *col;
 
-			if (agg->is_distinct)
-				continue;
 			col = quote_identifier(agg->colname);
+			if (agg->is_distinct)
+			{
+				if (with_distinct)
+				{
+					appendStringInfo(&buf, "%s%s = m.%s OPERATOR(pg_catalog.+) excluded.%s",
+									 first ? "" : ", ", col, col, col);
+					first = false;
+				}
+				continue;
+			}
 			appendStringInfo(&buf, "%s%s = ", first ? "" : ", ", col);
 			append_combine(&buf, agg, psprintf("m.%s", col), psprintf("excluded.%s", col));
 			first = false;
@@ -975,12 +1044,16 @@ cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 
 /*
  * The per-batch statement of one count(DISTINCT x): record the batch's
- * values not seen before in the group, and add their number to the count.
- * Runs after cv_maintain_sql, which already locked every group's row.
+ * values not seen before in the group, and add their number to the count:
+ * in the materialization (delta NULL), after cv_maintain_sql, which
+ * already locked every group's row; or, for a view that appends, as a row
+ * of the delta holding only that count (the side table's unique index on
+ * (keys, value) alone makes concurrent batches count a value once: the
+ * second inserter waits for the first and then finds the conflict).
  */
 char *
 cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
-				const char *auxrel, const char *source)
+				const char *auxrel, const char *source, const char *delta)
 {
 	StringInfoData buf;
 	List	   *ctx = se_stream_context(plan);
@@ -1064,7 +1137,7 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	else
 		append_key_columns(&buf, plan, "");
 	appendStringInfo(&buf, ") INSERT INTO %s AS m (%s%s, %s) SELECT ",
-					 matrel, cv_matrel_key_list(plan),
+					 delta ? delta : matrel, cv_matrel_key_list(plan),
 					 hashed ? ", " CV_KEY_HASH_COLUMN : "", col);
 	if (plan->keyless)
 		appendStringInfoString(&buf, "true, pg_catalog.count(*) FROM new_values HAVING pg_catalog.count(*) > 0");
@@ -1078,8 +1151,12 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 		}
 		appendStringInfoString(&buf, ", pg_catalog.count(*) FROM new_values");
 		append_positions(&buf, "GROUP BY", nkeys);
-		append_positions(&buf, "ORDER BY", nkeys);
+		if (delta == NULL)
+			append_positions(&buf, "ORDER BY", nkeys);
 	}
+	/* append mode: the group's count of new values, added when read */
+	if (delta != NULL)
+		return buf.data;
 	appendStringInfo(&buf, " ON CONFLICT (%s) DO UPDATE SET ", matrel_conflict_target(plan));
 	if (hashed)
 	{
@@ -1088,6 +1165,339 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	}
 	appendStringInfo(&buf, "%s = m.%s OPERATOR(pg_catalog.+) excluded.%s", col, col, col);
 	return buf.data;
+}
+
+/* ---- append mode: the delta ------------------------------------------- */
+
+/*
+ * Does a view of this plan append its batches to a delta (see "Append mode"
+ * in docs/internals.md)?  Not when a count(DISTINCT) side table is
+ * hashed: its batches rely on the upsert locking each group's row before
+ * they look for values already seen; nor when a key's type cannot be
+ * matched by a hashable equality of pg_catalog (key_type_mergeable()).
+ * Session windows keep their own fragments (windows/sessions.c) and never
+ * ask.
+ */
+bool
+cv_appends(CVPlan *plan)
+{
+	ListCell   *lc;
+
+	if (any_auxrel_hashed(plan))
+		return false;
+	foreach(lc, plan->keys)
+	{
+		if (!key_type_mergeable(((CVKey *) lfirst(lc))->type))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The append of a batch's partial aggregation: the rows of from_item (with
+ * cv_batch_agg_sql()'s columns), read under alias, added to the delta as
+ * they are -- no lookup, no lock on any group.  Column references are
+ * qualified, as in cv_store_sql().
+ */
+char *
+cv_append_sql(CVPlan *plan, const char *delta, const char *from_item,
+			  const char *alias)
+{
+	bool		has_states;
+
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s AS %s", delta,
+					batch_agg_columns(plan, "", &has_states),
+					batch_agg_columns(plan, psprintf("%s.", alias), &has_states),
+					from_item, alias);
+}
+
+/* the per-batch statement of a view that appends: cv_maintain_sql()'s twin */
+char *
+cv_maintain_append_sql(CVPlan *plan, const char *delta, const char *source)
+{
+	return psprintf("/* stream_ext maintenance */ %s",
+					cv_append_sql(plan, delta,
+								  psprintf("(%s)", cv_batch_agg_sql(plan, source)),
+								  CV_BATCH_AGG_ALIAS));
+}
+
+/* the group key columns of a row of the materialization or delta: keys or _single */
+static List *
+merge_key_columns(CVPlan *plan, const char *prefix)
+{
+	if (plan->keyless)
+		return list_make1(psprintf("%s%s", prefix, CV_SINGLE_COLUMN));
+	return key_column_refs(plan, prefix);
+}
+
+/*
+ * Can the read of a delta match the groups of key type type by its
+ * equality?  Its default btree equality must be hashable (the anti-join
+ * is a hashed subplan, see cv_merged_source_sql()) and in pg_catalog (the
+ * row comparison names one operator for every key).
+ */
+static bool
+key_type_mergeable(Oid type)
+{
+	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+	HeapTuple	tup;
+	bool		in_catalog;
+
+	if (!OidIsValid(tc->eq_opr) || !op_hashjoinable(tc->eq_opr, type))
+		return false;
+	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
+	in_catalog = ((Form_pg_operator) GETSTRUCT(tup))->oprnamespace == PG_CATALOG_NAMESPACE;
+	ReleaseSysCache(tup);
+	return in_catalog;
+}
+
+/* "k" or "ROW(k1, k2)": the keys as the left side of a row comparison */
+static char *
+keys_row(CVPlan *plan, const char *prefix)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	if (list_length(plan->keys) > 1)
+		appendStringInfoString(&buf, "ROW(");
+	append_key_columns(&buf, plan, prefix);
+	if (list_length(plan->keys) > 1)
+		appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/* the keys, NULL keys equal (as GROUP BY has it) */
+static void
+append_keys_equal_nullsafe(StringInfo buf, CVPlan *plan, const char *a, const char *b)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->keys)
+	{
+		const char *col = quote_identifier(((CVKey *) lfirst(lc))->colname);
+
+		appendStringInfo(buf, "%s(%s%s OPERATOR(pg_catalog.=) %s%s OR (%s%s IS NOT DISTINCT FROM NULL AND %s%s IS NOT DISTINCT FROM NULL))",
+						 foreach_current_index(lc) > 0 ? " AND " : "",
+						 a, col, b, col, a, col, b, col);
+	}
+}
+
+/*
+ * (some key of the row is NULL): the whole value -- a row-typed key with
+ * NULL fields is equal to itself
+ */
+static void
+append_some_key_null(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	ListCell   *lc;
+
+	appendStringInfoChar(buf, '(');
+	foreach(lc, plan->keys)
+		appendStringInfo(buf, "%s%s%s IS NOT DISTINCT FROM NULL",
+						 foreach_current_index(lc) > 0 ? " OR " : "",
+						 prefix, quote_identifier(((CVKey *) lfirst(lc))->colname));
+	appendStringInfoChar(buf, ')');
+}
+
+/* the columns the view reads (keys or _single, every aggregate's), after prefix */
+static char *
+stored_columns(CVPlan *plan, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	if (plan->keyless)
+		appendStringInfo(&buf, "%s%s", prefix, CV_SINGLE_COLUMN);
+	else
+		append_key_columns(&buf, plan, prefix);
+	foreach(lc, plan->aggs)
+		appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(((CVAgg *) lfirst(lc))->colname));
+	return buf.data;
+}
+
+/*
+ * ", merged AS col" for every aggregate over the rows of a group: states
+ * by stream_ext.merge_states(), count(DISTINCT) counts of new values summed
+ */
+static void
+append_merged_columns(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		const char *col = quote_identifier(agg->colname);
+
+		if (agg->is_distinct)
+			appendStringInfo(buf, ", pg_catalog.sum(%s%s)::pg_catalog.int8 AS %s",
+							 prefix, col, col);
+		else
+			append_merged_state(buf, agg, prefix);
+	}
+}
+
+/*
+ * The rows the view reads, one per group, with the materialization's column
+ * names: materialization (+) delta.
+ *
+ * - A group without delta rows is read from the materialization as it is:
+ *	 an anti-join on the delta's keys, written NOT (keys = ANY (SELECT keys
+ *	 FROM delta)) so that PostgreSQL makes it a hashed subplan whatever its
+ *	 estimate of the delta (a nested loop over an empty-looking delta would
+ *	 rescan it per row); on an empty delta the subplan answers without
+ *	 looking at the row.  A filter on a key stays an index scan of the
+ *	 materialization.
+ * - A group with delta rows is merged from them and its materialization row
+ *	 (a semi-join, gated by "the delta is not empty").
+ * - Key equality is false for NULL keys: a row with a NULL key is kept or
+ *	 merged by a NULL-safe match instead, in parts that run only for such
+ *	 rows, or (a one-time filter) when some delta row has a NULL key.
+ *
+ * One statement, one snapshot: a batch or a compaction is seen whole or not
+ * at all.
+ */
+char *
+cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
+{
+	StringInfoData buf;
+	char	   *mcols = stored_columns(plan, "m.");
+	char	   *dcols = stored_columns(plan, "d.");
+	List	   *ukeys = merge_key_columns(plan, "u.");
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	/* groups without delta rows */
+	appendStringInfo(&buf, "(SELECT %s FROM %s m WHERE ", mcols, matrel);
+	if (plan->keyless)
+		appendStringInfo(&buf, "NOT EXISTS (SELECT FROM %s d)", delta);
+	else
+	{
+		char	   *dkeys;
+		StringInfoData k;
+
+		initStringInfo(&k);
+		append_key_columns(&k, plan, "d.");
+		dkeys = k.data;
+		appendStringInfoChar(&buf, '(');
+		append_some_key_null(&buf, plan, "m.");
+		appendStringInfo(&buf, " OR NOT (%s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d WHERE NOT ",
+						 keys_row(plan, "m."), dkeys, delta);
+		append_some_key_null(&buf, plan, "d.");
+		appendStringInfoString(&buf, "))) AND (NOT ");
+		append_some_key_null(&buf, plan, "m.");
+		appendStringInfo(&buf, " OR NOT EXISTS (SELECT FROM %s d WHERE ", delta);
+		append_keys_equal_nullsafe(&buf, plan, "d.", "m.");
+		appendStringInfoString(&buf, "))");
+	}
+
+	/* groups with delta rows: merged */
+	appendStringInfoString(&buf, " UNION ALL SELECT ");
+	foreach(lc, ukeys)
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 (char *) lfirst(lc));
+	append_merged_columns(&buf, plan, "u.");
+	appendStringInfo(&buf, " FROM (SELECT %s FROM %s d UNION ALL SELECT %s FROM %s m WHERE EXISTS (SELECT FROM %s d)",
+					 dcols, delta, mcols, matrel, delta);
+	if (!plan->keyless)
+	{
+		StringInfoData k;
+
+		initStringInfo(&k);
+		append_key_columns(&k, plan, "d.");
+		appendStringInfo(&buf, " AND %s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d)",
+						 keys_row(plan, "m."), k.data, delta);
+		appendStringInfo(&buf, " UNION ALL SELECT %s FROM %s m WHERE EXISTS (SELECT FROM %s d WHERE ",
+						 mcols, matrel, delta);
+		append_some_key_null(&buf, plan, "d.");
+		appendStringInfoString(&buf, ") AND ");
+		append_some_key_null(&buf, plan, "m.");
+		appendStringInfo(&buf, " AND EXISTS (SELECT FROM %s d WHERE ", delta);
+		append_keys_equal_nullsafe(&buf, plan, "d.", "m.");
+		appendStringInfoChar(&buf, ')');
+	}
+	appendStringInfoString(&buf, ") u GROUP BY ");
+	foreach(lc, ukeys)
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 (char *) lfirst(lc));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * The materialization's rows and the delta's, not merged: for reads that
+ * merge per group anyway (hopping and sliding windows).
+ */
+char *
+cv_union_source_sql(CVPlan *plan, const char *matrel, const char *delta)
+{
+	return psprintf("(SELECT %s FROM %s m UNION ALL SELECT %s FROM %s d)",
+					stored_columns(plan, "m."), matrel, stored_columns(plan, "d."), delta);
+}
+
+/*
+ * The compaction of a delta: delete up to $1 (bigint; NULL: all) of its
+ * rows that no other compaction holds, merge them per group and store the
+ * result into the materialization (the upsert of cv_store_sql(), in key
+ * order), in one statement -- the rows leave the delta and reach the
+ * materialization in the same transaction, so a reader sees either.
+ * Yields (delta rows folded, groups stored).  Writers only insert into the
+ * delta, so nothing here waits for them; concurrent compactions skip each
+ * other's rows and lock groups in the same order.
+ */
+char *
+cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
+{
+	StringInfoData merged;
+	List	   *keys = merge_key_columns(plan, "d.");
+	ListCell   *lc;
+	const char *candidates = "";
+
+	initStringInfo(&merged);
+	appendStringInfoString(&merged, "(SELECT ");
+	foreach(lc, keys)
+		appendStringInfo(&merged, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 (char *) lfirst(lc));
+	if (cv_matrel_hashed(plan))
+		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
+	append_merged_columns(&merged, plan, "d.");
+	appendStringInfoString(&merged, " FROM d GROUP BY ");
+	foreach(lc, keys)
+		appendStringInfo(&merged, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 (char *) lfirst(lc));
+	if (cv_matrel_hashed(plan))
+		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
+	appendStringInfoChar(&merged, ')');
+
+	if (cv_matrel_hashed(plan))
+	{
+		/*
+		 * Wide keys: a group whose key hash another group has, in the
+		 * materialization or in the delta, stays in the delta, where reads
+		 * still merge it by its keys: the materialization's unique index on
+		 * the hash holds one of them only, and a compaction must not fail.
+		 */
+		StringInfoData w;
+
+		initStringInfo(&w);
+		appendStringInfo(&w, " WHERE NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT (",
+						 matrel, CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN);
+		append_keys_equal_nullsafe(&w, plan, "m.", "x.");
+		appendStringInfo(&w, ")) AND NOT (x.%s OPERATOR(pg_catalog.=) ANY (SELECT y.%s FROM %s y GROUP BY y.%s HAVING pg_catalog.count(DISTINCT ROW(",
+						 CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN, delta, CV_KEY_HASH_COLUMN);
+		append_key_columns(&w, plan, "y.");
+		appendStringInfoString(&w, ")) OPERATOR(pg_catalog.>) 1))");
+		candidates = w.data;
+	}
+	return psprintf("/* stream_ext compaction */ WITH d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"SELECT x.ctid FROM %s x%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)) RETURNING *),"
+					" s AS (%s RETURNING 1)"
+					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s)",
+					delta, delta, candidates,
+					store_sql(plan, matrel, merged.data, "c", true));
 }
 
 /* ---- the user-facing view ---------------------------------------------- */

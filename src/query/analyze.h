@@ -89,7 +89,20 @@ extern char *cv_store_sql(CVPlan *plan, const char *matrel,
 extern char *cv_maintain_sql(CVPlan *plan, const char *matrel,
 							 const char *source);
 extern char *cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
-							 const char *auxrel, const char *source);
+							 const char *auxrel, const char *source,
+							 const char *delta);
+/* append mode (docs/internals.md, "Append mode") */
+extern bool cv_appends(CVPlan *plan);
+extern char *cv_append_sql(CVPlan *plan, const char *delta,
+						   const char *from_item, const char *alias);
+extern char *cv_maintain_append_sql(CVPlan *plan, const char *delta,
+									const char *source);
+extern char *cv_merged_source_sql(CVPlan *plan, const char *matrel,
+								  const char *delta);
+extern char *cv_union_source_sql(CVPlan *plan, const char *matrel,
+								 const char *delta);
+extern char *cv_compact_sql(CVPlan *plan, const char *matrel,
+							const char *delta);
 extern char *cv_view_select_sql(CVPlan *plan, Oid matrelid,
 								const char *matrel);
 

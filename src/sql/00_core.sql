@@ -42,7 +42,13 @@ CREATE TABLE stream_ext.view_catalog (
     ttl_column   name,
     ttl_sql      text,
     -- WITH (notify = 'channel'): NOTIFYed once per batch (maintain/transform.c)
-    notify       text
+    notify       text,
+    -- append mode (docs/internals.md): the table batches append their
+    -- partial states to, and the statement folding it into matrel; NULL
+    -- when the view upserts into matrel (views made by 0.2, and shapes
+    -- that need the upsert's group lock)
+    delta        regclass,
+    compact_sql  text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
 

@@ -8,8 +8,9 @@ LANGUAGE C STABLE STRICT;
 
 -- create_distributed_view(name, view, servers): a foreign table per server on
 -- that node's materialization of VIEW (same schema and name as the local
--- one), and the view NAME that merges their states per group and finalizes
--- them as VIEW does.  Runs as the caller (SECURITY INVOKER): the caller
+-- one) and, when VIEW appends (view_catalog.delta), one on that node's
+-- delta, and the view NAME that merges their states per group and
+-- finalizes them as VIEW does.  Runs as the caller (SECURITY INVOKER): the caller
 -- needs USAGE on every foreign server and CREATE in the schema.
 CREATE FUNCTION stream_ext.create_distributed_view(name text, view regclass, servers text[])
 RETURNS regclass
@@ -19,6 +20,7 @@ DECLARE
     v_schema  text;
     m_schema  text;
     m_name    text;
+    d_name    text;
     cols      text;
     parts     regclass[] := '{}';
     part      text;
@@ -33,10 +35,11 @@ BEGIN
         RAISE EXCEPTION 'a distributed view needs at least one server'
             USING ERRCODE = '22023';
     END IF;
-    SELECT n.nspname, c.relname, vn.nspname
-      INTO m_schema, m_name, v_schema
+    SELECT n.nspname, c.relname, vn.nspname, dc.relname
+      INTO m_schema, m_name, v_schema, d_name
       FROM stream_ext.view_catalog vc
       JOIN pg_class c ON c.oid = vc.matrel
+      LEFT JOIN pg_class dc ON dc.oid = vc.delta
       JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_class vcl ON vcl.oid = vc.view
       JOIN pg_namespace vn ON vn.oid = vcl.relnamespace
@@ -66,6 +69,16 @@ BEGIN
         EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
                        format('states of %s on server %s, part of distributed view %s', view, srv, name));
         parts := parts || format('%I.%I', v_schema, part)::regclass;
+        IF d_name IS NOT NULL THEN
+            -- the node's batches not yet compacted: more states to merge
+            -- (postgres_fdw reads both in one remote transaction, one snapshot)
+            part := format('%s_node%s_delta', name, i);
+            EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                           v_schema, part, cols, srv, m_schema, d_name);
+            EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
+                           format('delta of %s on server %s, part of distributed view %s', view, srv, name));
+            parts := parts || format('%I.%I', v_schema, part)::regclass;
+        END IF;
     END LOOP;
     EXECUTE format('CREATE VIEW %I.%I AS %s', v_schema, name,
                    stream_ext.distributed_select_sql(view, parts));

@@ -799,7 +799,8 @@ initial_state_literal(CVAgg *agg)
  * cv_view_select_sql() then builds the select list over it as usual.
  */
 char *
-window_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
+window_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel,
+					   const char *delta)
 {
 	CVWindow   *win = plan->window;
 	StringInfoData buf;
@@ -809,7 +810,11 @@ window_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 	char	   *panecol = NULL;
 
 	if (win == NULL || (win->kind != CV_WINDOW_HOPPING && win->kind != CV_WINDOW_SLIDING))
-		return cv_view_select_sql(plan, matrelid, matrel);
+		return cv_view_select_sql(plan, matrelid,
+								  delta ? cv_merged_source_sql(plan, matrel, delta) : matrel);
+	/* panes are merged per window anyway: the delta's rows are more panes */
+	if (delta)
+		matrel = cv_union_source_sql(plan, matrel, delta);
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "(SELECT ");
@@ -951,21 +956,54 @@ kind_name(CVWindowKind kind)
  * waits for writers.
  */
 static char *
-expire_sql(CVPlan *plan, const char *matrel)
+expire_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
 	CVWindow   *win = plan->window;
 	CVKey	   *bucket = linitial(plan->keys);
 	const char *col = quote_identifier(bucket->colname);
+	char	   *expired = psprintf("%s IS NULL OR %s OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) %s)",
+								   col, col, usecs_literal(win->size_us + win->slide_us));
+	char	   *del = psprintf("DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+							   "SELECT ctid FROM %s WHERE %s ORDER BY %s FOR UPDATE SKIP LOCKED))",
+							   matrel, matrel, expired, col);
+
+	StringInfoData keys;
 
 	Assert(is_pane_key(plan, bucket));
-	return psprintf("/* stream_ext expiry */ DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"SELECT ctid FROM %s WHERE %s IS NULL OR %s OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) %s)"
-					" ORDER BY %s FOR UPDATE SKIP LOCKED))",
-					matrel, matrel, col, col, usecs_literal(win->size_us + win->slide_us), col);
+	if (delta == NULL)
+		return psprintf("/* stream_ext expiry */ %s", del);
+	/*
+	 * and the expired buckets' rows of the delta, in the same statement;
+	 * counted as the groups gone from either (window_run_expiry())
+	 */
+	initStringInfo(&keys);
+	append_key_columns(&keys, plan, "");
+	return psprintf("/* stream_ext expiry */ WITH d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"SELECT ctid FROM %s WHERE %s FOR UPDATE SKIP LOCKED)) RETURNING %s),"
+					" m AS (%s RETURNING %s)"
+					" SELECT pg_catalog.count(*) FROM (SELECT %s FROM d UNION SELECT %s FROM m) g",
+					delta, delta, expired, keys.data, del, keys.data, keys.data, keys.data);
+}
+
+/*
+ * Run a view's expiry statement (expire_sql above); the number of buckets
+ * (groups) it deleted.
+ */
+int64
+window_run_expiry(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+	bool		isnull;
+
+	if (rc == SPI_OK_DELETE)
+		return (int64) SPI_processed;
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "stream_ext: window expiry failed: %s", SPI_result_code_string(rc));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 void
-window_record(CVPlan *plan, Oid viewid, Oid matrelid)
+window_record(CVPlan *plan, Oid viewid, Oid matrelid, const char *delta)
 {
 	CVWindow   *win = plan->window;
 	char	   *matrel;
@@ -985,23 +1023,20 @@ window_record(CVPlan *plan, Oid viewid, Oid matrelid)
 					   interval_text(&win->size), interval_text(&win->slide),
 					   interval_text(usecs_interval(win->pane_us)),
 					   win->time_column, column,
-					   win->kind == CV_WINDOW_SLIDING ? expire_sql(plan, matrel) : NULL);
+					   win->kind == CV_WINDOW_SLIDING ? expire_sql(plan, matrel, delta) : NULL);
 }
 
 void
 window_expire_opportunistic(ViewCatalogEntry *cat, TimestampTz *next_expiry)
 {
 	TimestampTz now;
-	int			rc;
 
 	if (cat->expire_sql == NULL)
 		return;
 	now = GetCurrentTimestamp();
 	if (now < *next_expiry)
 		return;
-	rc = SPI_execute(cat->expire_sql, false, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "stream_ext: expiry failed: %s", SPI_result_code_string(rc));
+	(void) window_run_expiry(cat->expire_sql);
 	*next_expiry = now + Max(cat->expire_every_us, 1);
 }
 
@@ -1073,10 +1108,7 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 		se_maintenance_begin();
 		PG_TRY();
 		{
-			rc = SPI_execute((char *) lfirst(s), false, 0);
-			if (rc != SPI_OK_DELETE)
-				elog(ERROR, "stream_ext: expiry failed: %s", SPI_result_code_string(rc));
-			total += SPI_processed;
+			total += window_run_expiry((char *) lfirst(s));
 		}
 		PG_FINALLY();
 		{

@@ -54,13 +54,16 @@ extern void window_apply_options(CVPlan *plan, List *window_options,
 
 /* SELECT of the user-facing view (replaces cv_view_select_sql) */
 extern char *window_view_select_sql(CVPlan *plan, Oid matrelid,
-									const char *matrel);
+									const char *matrel, const char *delta);
 
 /* COMMENT ON COLUMN statements describing the window's columns (\d+) */
 extern List *window_comment_sql(CVPlan *plan, Query *query, const char *vq);
 
 /* after catalog_insert_view(): record the window */
-extern void window_record(CVPlan *plan, Oid viewid, Oid matrelid);
+extern void window_record(CVPlan *plan, Oid viewid, Oid matrelid,
+						  const char *delta);
+/* runs an expiry statement; returns the number of buckets deleted */
+extern int64 window_run_expiry(const char *sql);
 
 /*
  * Called by maintenance after each batch of a sliding view: deletes

@@ -1,0 +1,182 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact.c
+ *	  Compaction of continuous views that append (docs/internals.md, "Append
+ *	  mode").  A batch appends its partial states to the view's delta; the
+ *	  view reads materialization (+) delta merged per group.  Compaction
+ *	  folds delta rows into the materialization with the one statement
+ *	  query/analyze.c's cv_compact_sql() made at CREATE (view_catalog.
+ *	  compact_sql): the rows leave the delta and their merged states reach
+ *	  the materialization in one transaction, so no row is lost or counted
+ *	  twice and a reader sees the view the same before and after.  It takes
+ *	  no lock writers wait for: they only insert into the delta, and rows
+ *	  held by a concurrent compaction are skipped.
+ *
+ *	  - se_compact_view(): the entry point, for stream_ext.compact() and
+ *		the background compactor; runs the statement as the view's owner,
+ *		security-restricted, with the view's pinned settings, in the
+ *		maintenance scope (the guard triggers let it write);
+ *	  - backpressure: after each batch, the writer compacts the delta
+ *		itself when it holds more than stream_ext.compact_threshold rows
+ *		(compact_after_batch(); the count is estimated from the cumulative
+ *		statistics and this backend's own pending counts, no scan).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+
+#include "core/catalog.h"
+#include "core/security.h"
+#include "core/util.h"
+#include "maintain/compact.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_compact);
+
+/* stream_ext.compact_threshold: delta rows over which a writer compacts */
+static int	compact_threshold = 100000;
+
+static char *
+view_display_name(Oid viewid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(viewid)),
+									  get_rel_name(viewid));
+}
+
+/* run cat's compaction statement as its owner; the number of delta rows folded */
+static int64
+compact_run(ViewCatalogEntry *cat, int64 max_rows)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(max_rows)};
+	char		nulls[1] = {max_rows > 0 ? ' ' : 'n'};
+	MemoryContext cxt = CurrentMemoryContext;
+	SeRunAs		runas;
+	int64		folded = 0;
+	bool		isnull;
+	int			rc;
+
+	se_run_as_owner(&runas, cat->owner, cat->timezone);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	se_maintenance_begin();
+	PG_TRY();
+	{
+		rc = SPI_execute_with_args(cat->compact_sql, 1, argtypes, values, nulls, false, 0);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "stream_ext: compaction failed: %s", SPI_result_code_string(rc));
+		folded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	PG_CATCH();
+	{
+		se_maintenance_end();
+		se_rethrow_short_context(cxt, list_make1(cat->compact_sql),
+								 "compaction of continuous view %s (statement in stream_ext.view_catalog)",
+								 view_display_name(cat->viewid));
+	}
+	PG_END_TRY();
+	se_maintenance_end();
+	SPI_finish();
+	se_restore(&runas);
+	return folded;
+}
+
+int64
+se_compact_view(Oid viewid, int64 max_rows)
+{
+	ViewCatalogEntry cat;
+
+	if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view",
+						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	if (!OidIsValid(cat.deltaid) || cat.compact_sql == NULL)
+		return 0;
+	return compact_run(&cat, max_rows);
+}
+
+/*
+ * The number of live rows of relation relid, cheaply: the cumulative
+ * statistics (as of the last flush of every backend) plus what this
+ * backend has not flushed yet, the current transaction included.
+ */
+static int64
+live_rows_estimate(Oid relid)
+{
+	PgStat_StatTabEntry *shared = pgstat_fetch_stat_tabentry(relid);
+	PgStat_TableStatus *mine = find_tabstat_entry(relid);
+	int64		n = shared ? shared->n_live_tuples : 0;
+
+	if (mine)
+	{
+		PgStat_TableXactStatus *t;
+
+		n += mine->t_counts.t_delta_live_tuples;
+		for (t = mine->trans; t != NULL; t = t->upper)
+			n += t->tuples_inserted - t->tuples_deleted;
+	}
+	return n;
+}
+
+void
+compact_after_batch(ViewCatalogEntry *cat)
+{
+	if (!OidIsValid(cat->deltaid) || cat->compact_sql == NULL || compact_threshold < 0)
+		return;
+	if (live_rows_estimate(cat->deltaid) <= compact_threshold)
+		return;
+	(void) compact_run(cat, 0);
+}
+
+/*
+ * stream_ext.compact(view regclass) RETURNS bigint
+ *
+ * Folds the whole delta of a continuous view into its materialization, as
+ * the view's owner; returns the number of delta rows folded.  The caller
+ * must have the privileges of the view's owner.
+ */
+Datum
+stream_ext_compact(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	ViewCatalogEntry cat;
+
+	if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view",
+						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	if (!has_privs_of_role(GetUserId(), cat.owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of view %s", get_rel_name(viewid)),
+				 errdetail("Compaction runs as the view's owner.")));
+	if (!OidIsValid(cat.deltaid) || cat.compact_sql == NULL)
+		PG_RETURN_INT64(0);
+	PG_RETURN_INT64(compact_run(&cat, 0));
+}
+
+void
+compact_init(void)
+{
+	DefineCustomIntVariable("stream_ext.compact_threshold",
+							"Rows in a continuous view's delta over which the writing statement compacts it itself.",
+							"Backpressure for when background compaction falls behind; -1 never compacts in the writer.",
+							&compact_threshold,
+							100000,
+							-1, INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+}
