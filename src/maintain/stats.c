@@ -716,6 +716,19 @@ readable_view(Oid viewid, ViewCatalogEntry *entry)
 	return true;
 }
 
+/*
+ * May the owner of the view of entry still read table relid?  A view whose
+ * owner lost USAGE on a schema or SELECT on its own tables shows NULL
+ * counts instead of failing all of view_stats.
+ */
+static bool
+owner_can_read(const ViewCatalogEntry *entry, Oid relid)
+{
+	return pg_namespace_aclcheck(get_rel_namespace(relid), entry->owner,
+								 ACL_USAGE) == ACLCHECK_OK &&
+		pg_class_aclcheck(relid, entry->owner, ACL_SELECT) == ACLCHECK_OK;
+}
+
 /* the count(*) query sql, as the owner of the view of entry */
 static int64
 count_as_owner(const ViewCatalogEntry *entry, const char *sql)
@@ -741,7 +754,7 @@ count_as_owner(const ViewCatalogEntry *entry, const char *sql)
 /*
  * stream_ext.view_groups(view regclass) -- the number of groups a
  * continuous view holds now (rows of its materialization), or NULL when the
- * caller may not read the view.  Counts as the view's owner: the caller
+ * caller may not read the view (or its owner its tables).  Counts as the view's owner: the caller
  * need not be able to read the materialization itself.
  */
 Datum
@@ -750,7 +763,9 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 	ViewCatalogEntry entry;
 	char	   *sql;
 
-	if (!readable_view(PG_GETARG_OID(0), &entry))
+	if (!readable_view(PG_GETARG_OID(0), &entry) ||
+		!owner_can_read(&entry, entry.matrelid) ||
+		(OidIsValid(entry.deltaid) && !owner_can_read(&entry, entry.deltaid)))
 		PG_RETURN_NULL();
 	if (OidIsValid(entry.deltaid))
 	{
@@ -768,14 +783,16 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 /*
  * stream_ext.view_delta_rows(view regclass) -- the partial states waiting
  * in a continuous view's delta for the compactor (rows of the delta), or
- * NULL when the view has no delta or the caller may not read it.
+ * NULL when the view has no delta or the caller may not read it (or its
+ * owner the delta).
  */
 Datum
 stream_ext_view_delta_rows(PG_FUNCTION_ARGS)
 {
 	ViewCatalogEntry entry;
 
-	if (!readable_view(PG_GETARG_OID(0), &entry) || !OidIsValid(entry.deltaid))
+	if (!readable_view(PG_GETARG_OID(0), &entry) || !OidIsValid(entry.deltaid) ||
+		!owner_can_read(&entry, entry.deltaid))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(count_as_owner(&entry,
 								   psprintf("SELECT pg_catalog.count(*) FROM %s",
