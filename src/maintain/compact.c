@@ -43,7 +43,7 @@
 PG_FUNCTION_INFO_V1(stream_ext_compact);
 
 /* stream_ext.compact_threshold: delta rows over which a writer compacts */
-static int	compact_threshold = 100000;
+static int	compact_threshold = 20000;
 
 static char *
 view_display_name(Oid viewid)
@@ -91,16 +91,23 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows)
 	return folded;
 }
 
+/* *cat of continuous view viewid, or an error */
+static void
+lookup_view(Oid viewid, ViewCatalogEntry *cat)
+{
+	if (!catalog_lookup_view(viewid, cat, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view",
+						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+}
+
 int64
 se_compact_view(Oid viewid, int64 max_rows)
 {
 	ViewCatalogEntry cat;
 
-	if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view",
-						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	lookup_view(viewid, &cat);
 	if (!OidIsValid(cat.deltaid) || cat.compact_sql == NULL)
 		return 0;
 	return compact_run(&cat, max_rows);
@@ -152,11 +159,7 @@ stream_ext_compact(PG_FUNCTION_ARGS)
 	Oid			viewid = PG_GETARG_OID(0);
 	ViewCatalogEntry cat;
 
-	if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view",
-						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	lookup_view(viewid, &cat);
 	if (!has_privs_of_role(GetUserId(), cat.owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -174,7 +177,7 @@ compact_init(void)
 							"Rows in a continuous view's delta over which the writing statement compacts it itself.",
 							"Backpressure for when background compaction falls behind; -1 never compacts in the writer.",
 							&compact_threshold,
-							100000,
+							20000,
 							-1, INT_MAX,
 							PGC_SUSET,
 							0,

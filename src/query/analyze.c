@@ -345,6 +345,16 @@ append_key_columns(StringInfo buf, CVPlan *plan, const char *prefix)
 	}
 }
 
+/* the columns telling the groups apart: the keys, or CV_SINGLE_COLUMN */
+static void
+append_group_columns(StringInfo buf, CVPlan *plan, const char *prefix)
+{
+	if (plan->keyless)
+		appendStringInfo(buf, "%s%s", prefix, CV_SINGLE_COLUMN);
+	else
+		append_key_columns(buf, plan, prefix);
+}
+
 /*
  * ", stream_ext.merge_states(<prefix>col, 'aggfn'::regprocedure) AS col" for
  * every aggregate: the states of several rows of a group combined, for reads
@@ -376,10 +386,7 @@ cv_matrel_key_list(CVPlan *plan)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfoString(&buf, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, "");
+	append_group_columns(&buf, plan, "");
 	return buf.data;
 }
 
@@ -869,7 +876,6 @@ cv_batch_agg_sql(CVPlan *plan, const char *source)
 
 static char *store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 					   const char *alias, bool with_distinct);
-static bool key_type_mergeable(Oid type);
 
 /* has the plan a count(DISTINCT)? */
 static bool
@@ -914,10 +920,7 @@ batch_agg_columns(CVPlan *plan, const char *prefix, bool *has_states)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfo(&buf, "%s%s", prefix, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, prefix);
+	append_group_columns(&buf, plan, prefix);
 	if (cv_matrel_hashed(plan))
 		appendStringInfo(&buf, ", %s%s", prefix, CV_KEY_HASH_COLUMN);
 	*has_states = false;
@@ -1173,8 +1176,8 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
  * Does a view of this plan append its batches to a delta (see "Append mode"
  * in docs/internals.md)?  Not when a count(DISTINCT) side table is
  * hashed: its batches rely on the upsert locking each group's row before
- * they look for values already seen; nor when a key's type cannot be
- * matched by a hashable equality of pg_catalog (key_type_mergeable()).
+ * they look for values already seen; nor when a key's type has no
+ * extended hash function (reads match groups by their hash).
  * Session windows keep their own fragments (windows/sessions.c) and never
  * ask.
  */
@@ -1183,11 +1186,11 @@ cv_appends(CVPlan *plan)
 {
 	ListCell   *lc;
 
-	if (any_auxrel_hashed(plan))
+	if (any_auxrel_hashed(plan) || !key_hash_installed())
 		return false;
 	foreach(lc, plan->keys)
 	{
-		if (!key_type_mergeable(((CVKey *) lfirst(lc))->type))
+		if (!OidIsValid(key_hash_func(((CVKey *) lfirst(lc))->type)))
 			return false;
 	}
 	return true;
@@ -1221,84 +1224,25 @@ cv_maintain_append_sql(CVPlan *plan, const char *delta, const char *source)
 								  CV_BATCH_AGG_ALIAS));
 }
 
-/* the group key columns of a row of the materialization or delta: keys or _single */
-static List *
-merge_key_columns(CVPlan *plan, const char *prefix)
-{
-	if (plan->keyless)
-		return list_make1(psprintf("%s%s", prefix, CV_SINGLE_COLUMN));
-	return key_column_refs(plan, prefix);
-}
 
 /*
- * Can the read of a delta match the groups of key type type by its
- * equality?  Its default btree equality must be hashable (the anti-join
- * is a hashed subplan, see cv_merged_source_sql()) and in pg_catalog (the
- * row comparison names one operator for every key).
+ * The expression matching the rows of one group across materialization and
+ * delta in reads, after prefix: the stored hash of wide keys, else the hash
+ * of the keys computed when read.  A hash is never NULL, so one hashable
+ * int8 equality matches groups with NULL keys too; rows of different groups
+ * with the same hash are told apart by the GROUP BY of their merge.
  */
-static bool
-key_type_mergeable(Oid type)
-{
-	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR);
-	HeapTuple	tup;
-	bool		in_catalog;
-
-	if (!OidIsValid(tc->eq_opr) || !op_hashjoinable(tc->eq_opr, type))
-		return false;
-	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
-	in_catalog = ((Form_pg_operator) GETSTRUCT(tup))->oprnamespace == PG_CATALOG_NAMESPACE;
-	ReleaseSysCache(tup);
-	return in_catalog;
-}
-
-/* "k" or "ROW(k1, k2)": the keys as the left side of a row comparison */
 static char *
-keys_row(CVPlan *plan, const char *prefix)
+group_hash(CVPlan *plan, const char *prefix)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	if (list_length(plan->keys) > 1)
-		appendStringInfoString(&buf, "ROW(");
-	append_key_columns(&buf, plan, prefix);
-	if (list_length(plan->keys) > 1)
-		appendStringInfoChar(&buf, ')');
+	if (cv_matrel_hashed(plan))
+		appendStringInfo(&buf, "%s%s", prefix, CV_KEY_HASH_COLUMN);
+	else
+		append_key_hash(&buf, key_column_refs(plan, prefix));
 	return buf.data;
-}
-
-/* the keys, NULL keys equal (as GROUP BY has it) */
-static void
-append_keys_equal_nullsafe(StringInfo buf, CVPlan *plan, const char *a, const char *b)
-{
-	ListCell   *lc;
-
-	foreach(lc, plan->keys)
-	{
-		const char *col = quote_identifier(((CVKey *) lfirst(lc))->colname);
-
-		appendStringInfo(buf, "%s(%s%s OPERATOR(pg_catalog.=) %s%s OR (%s%s IS NOT DISTINCT FROM NULL AND %s%s IS NOT DISTINCT FROM NULL))",
-						 foreach_current_index(lc) > 0 ? " AND " : "",
-						 a, col, b, col, a, col, b, col);
-	}
-}
-
-/*
- * (some key of the row is NULL): the whole value -- a row-typed key with
- * NULL fields is equal to itself
- */
-static void
-append_some_key_null(StringInfo buf, CVPlan *plan, const char *prefix)
-{
-	ListCell   *lc;
-
-	appendStringInfoChar(buf, '(');
-	foreach(lc, plan->keys)
-		appendStringInfo(buf, "%s%s%s IS NOT DISTINCT FROM NULL",
-						 foreach_current_index(lc) > 0 ? " OR " : "",
-						 prefix, quote_identifier(((CVKey *) lfirst(lc))->colname));
-	appendStringInfoChar(buf, ')');
 }
 
 /* the columns the view reads (keys or _single, every aggregate's), after prefix */
@@ -1309,10 +1253,7 @@ stored_columns(CVPlan *plan, const char *prefix)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	if (plan->keyless)
-		appendStringInfo(&buf, "%s%s", prefix, CV_SINGLE_COLUMN);
-	else
-		append_key_columns(&buf, plan, prefix);
+	append_group_columns(&buf, plan, prefix);
 	foreach(lc, plan->aggs)
 		appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(((CVAgg *) lfirst(lc))->colname));
 	return buf.data;
@@ -1344,30 +1285,26 @@ append_merged_columns(StringInfo buf, CVPlan *plan, const char *prefix)
  * The rows the view reads, one per group, with the materialization's column
  * names: materialization (+) delta.
  *
- * - A group without delta rows is read from the materialization as it is:
- *	 an anti-join on the delta's keys, written NOT (keys = ANY (SELECT keys
- *	 FROM delta)) so that PostgreSQL makes it a hashed subplan whatever its
- *	 estimate of the delta (a nested loop over an empty-looking delta would
- *	 rescan it per row); on an empty delta the subplan answers without
- *	 looking at the row.  A filter on a key stays an index scan of the
- *	 materialization.
- * - A group with delta rows is merged from them and its materialization row
- *	 (a semi-join, gated by "the delta is not empty").
- * - Key equality is false for NULL keys: a row with a NULL key is kept or
- *	 merged by a NULL-safe match instead, in parts that run only for such
- *	 rows, or (a one-time filter) when some delta row has a NULL key.
+ * - A materialization row whose group hash (group_hash()) no delta row has
+ *	 is read as it is: NOT (hash = ANY (SELECT hash FROM delta)), which
+ *	 PostgreSQL makes a hashed subplan whatever its estimate of the delta
+ *	 (an anti-join over an empty-looking delta could rescan it per row), and
+ *	 which answers without evaluating the row's hash while the delta is
+ *	 empty.  A filter on a key stays an index scan of the materialization.
+ * - The others, and the delta's rows, are merged per group: GROUP BY the
+ *	 keys (NULL keys equal), states by merge_states(), counts of
+ *	 count(DISTINCT) summed.  Gated by "the delta is not empty".
  *
- * One statement, one snapshot: a batch or a compaction is seen whole or not
- * at all.
+ * Every correlated part is a hashed subplan or a join: a per-row subplan
+ * would be costed for every row, and its cost alone would make PostgreSQL
+ * JIT-compile a plain full read.  One statement, one snapshot: a batch or a
+ * compaction is seen whole or not at all.
  */
 char *
 cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
 	StringInfoData buf;
 	char	   *mcols = stored_columns(plan, "m.");
-	char	   *dcols = stored_columns(plan, "d.");
-	List	   *ukeys = merge_key_columns(plan, "u.");
-	ListCell   *lc;
 
 	initStringInfo(&buf);
 	/* groups without delta rows */
@@ -1375,54 +1312,20 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 	if (plan->keyless)
 		appendStringInfo(&buf, "NOT EXISTS (SELECT FROM %s d)", delta);
 	else
-	{
-		char	   *dkeys;
-		StringInfoData k;
-
-		initStringInfo(&k);
-		append_key_columns(&k, plan, "d.");
-		dkeys = k.data;
-		appendStringInfoChar(&buf, '(');
-		append_some_key_null(&buf, plan, "m.");
-		appendStringInfo(&buf, " OR NOT (%s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d WHERE NOT ",
-						 keys_row(plan, "m."), dkeys, delta);
-		append_some_key_null(&buf, plan, "d.");
-		appendStringInfoString(&buf, "))) AND (NOT ");
-		append_some_key_null(&buf, plan, "m.");
-		appendStringInfo(&buf, " OR NOT EXISTS (SELECT FROM %s d WHERE ", delta);
-		append_keys_equal_nullsafe(&buf, plan, "d.", "m.");
-		appendStringInfoString(&buf, "))");
-	}
+		appendStringInfo(&buf, "NOT (%s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d))",
+						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
 
 	/* groups with delta rows: merged */
 	appendStringInfoString(&buf, " UNION ALL SELECT ");
-	foreach(lc, ukeys)
-		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&buf, plan, "u.");
 	append_merged_columns(&buf, plan, "u.");
 	appendStringInfo(&buf, " FROM (SELECT %s FROM %s d UNION ALL SELECT %s FROM %s m WHERE EXISTS (SELECT FROM %s d)",
-					 dcols, delta, mcols, matrel, delta);
+					 stored_columns(plan, "d."), delta, mcols, matrel, delta);
 	if (!plan->keyless)
-	{
-		StringInfoData k;
-
-		initStringInfo(&k);
-		append_key_columns(&k, plan, "d.");
 		appendStringInfo(&buf, " AND %s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d)",
-						 keys_row(plan, "m."), k.data, delta);
-		appendStringInfo(&buf, " UNION ALL SELECT %s FROM %s m WHERE EXISTS (SELECT FROM %s d WHERE ",
-						 mcols, matrel, delta);
-		append_some_key_null(&buf, plan, "d.");
-		appendStringInfoString(&buf, ") AND ");
-		append_some_key_null(&buf, plan, "m.");
-		appendStringInfo(&buf, " AND EXISTS (SELECT FROM %s d WHERE ", delta);
-		append_keys_equal_nullsafe(&buf, plan, "d.", "m.");
-		appendStringInfoChar(&buf, ')');
-	}
+						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
 	appendStringInfoString(&buf, ") u GROUP BY ");
-	foreach(lc, ukeys)
-		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&buf, plan, "u.");
 	appendStringInfoChar(&buf, ')');
 	return buf.data;
 }
@@ -1452,22 +1355,16 @@ char *
 cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
 	StringInfoData merged;
-	List	   *keys = merge_key_columns(plan, "d.");
-	ListCell   *lc;
 	const char *candidates = "";
 
 	initStringInfo(&merged);
 	appendStringInfoString(&merged, "(SELECT ");
-	foreach(lc, keys)
-		appendStringInfo(&merged, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&merged, plan, "d.");
 	if (cv_matrel_hashed(plan))
 		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
 	append_merged_columns(&merged, plan, "d.");
 	appendStringInfoString(&merged, " FROM d GROUP BY ");
-	foreach(lc, keys)
-		appendStringInfo(&merged, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
+	append_group_columns(&merged, plan, "d.");
 	if (cv_matrel_hashed(plan))
 		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
 	appendStringInfoChar(&merged, ')');
@@ -1483,10 +1380,10 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		StringInfoData w;
 
 		initStringInfo(&w);
-		appendStringInfo(&w, " WHERE NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT (",
+		appendStringInfo(&w, " WHERE NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT ",
 						 matrel, CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN);
-		append_keys_equal_nullsafe(&w, plan, "m.", "x.");
-		appendStringInfo(&w, ")) AND NOT (x.%s OPERATOR(pg_catalog.=) ANY (SELECT y.%s FROM %s y GROUP BY y.%s HAVING pg_catalog.count(DISTINCT ROW(",
+		append_rows_equal(&w, key_column_refs(plan, "m."), key_column_refs(plan, "x."));
+		appendStringInfo(&w, ") AND NOT (x.%s OPERATOR(pg_catalog.=) ANY (SELECT y.%s FROM %s y GROUP BY y.%s HAVING pg_catalog.count(DISTINCT ROW(",
 						 CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN, delta, CV_KEY_HASH_COLUMN);
 		append_key_columns(&w, plan, "y.");
 		appendStringInfoString(&w, ")) OPERATOR(pg_catalog.>) 1))");

@@ -21,6 +21,7 @@ DECLARE
     m_schema  text;
     m_name    text;
     d_name    text;
+    tbl       text;
     cols      text;
     parts     regclass[] := '{}';
     part      text;
@@ -63,22 +64,19 @@ BEGIN
                 USING ERRCODE = '42704',
                       HINT = 'CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping, for every node.';
         END IF;
-        part := format('%s_node%s', name, i);
-        EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                       v_schema, part, cols, srv, m_schema, m_name);
-        EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
-                       format('states of %s on server %s, part of distributed view %s', view, srv, name));
-        parts := parts || format('%I.%I', v_schema, part)::regclass;
-        IF d_name IS NOT NULL THEN
-            -- the node's batches not yet compacted: more states to merge
-            -- (postgres_fdw reads both in one remote transaction, one snapshot)
-            part := format('%s_node%s_delta', name, i);
+        -- the node's materialization and, when VIEW appends, its delta (the
+        -- node's batches not yet compacted: more states to merge; postgres_fdw
+        -- reads both in one remote transaction, one snapshot)
+        FOREACH tbl IN ARRAY ARRAY[m_name, d_name] LOOP
+            CONTINUE WHEN tbl IS NULL;
+            part := format('%s_node%s', name, i) || CASE WHEN tbl = d_name THEN '_delta' ELSE '' END;
             EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                           v_schema, part, cols, srv, m_schema, d_name);
+                           v_schema, part, cols, srv, m_schema, tbl);
             EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
-                           format('delta of %s on server %s, part of distributed view %s', view, srv, name));
+                           format('%s of %s on server %s, part of distributed view %s',
+                                  CASE WHEN tbl = d_name THEN 'delta' ELSE 'states' END, view, srv, name));
             parts := parts || format('%I.%I', v_schema, part)::regclass;
-        END IF;
+        END LOOP;
     END LOOP;
     EXECUTE format('CREATE VIEW %I.%I AS %s', v_schema, name,
                    stream_ext.distributed_select_sql(view, parts));

@@ -250,6 +250,8 @@ DECLARE
     v_schema  text;
     m_schema  text;
     m_name    text;
+    d_name    text;
+    tbl       text;
     cols      text;
     parts     regclass[] := '{}';
     part      text;
@@ -264,10 +266,11 @@ BEGIN
         RAISE EXCEPTION 'a distributed view needs at least one server'
             USING ERRCODE = '22023';
     END IF;
-    SELECT n.nspname, c.relname, vn.nspname
-      INTO m_schema, m_name, v_schema
+    SELECT n.nspname, c.relname, vn.nspname, dc.relname
+      INTO m_schema, m_name, v_schema, d_name
       FROM stream_ext.view_catalog vc
       JOIN pg_class c ON c.oid = vc.matrel
+      LEFT JOIN pg_class dc ON dc.oid = vc.delta
       JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_class vcl ON vcl.oid = vc.view
       JOIN pg_namespace vn ON vn.oid = vcl.relnamespace
@@ -291,12 +294,19 @@ BEGIN
                 USING ERRCODE = '42704',
                       HINT = 'CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping, for every node.';
         END IF;
-        part := format('%s_node%s', name, i);
-        EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                       v_schema, part, cols, srv, m_schema, m_name);
-        EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
-                       format('states of %s on server %s, part of distributed view %s', view, srv, name));
-        parts := parts || format('%I.%I', v_schema, part)::regclass;
+        -- the node's materialization and, when VIEW appends, its delta (the
+        -- node's batches not yet compacted: more states to merge; postgres_fdw
+        -- reads both in one remote transaction, one snapshot)
+        FOREACH tbl IN ARRAY ARRAY[m_name, d_name] LOOP
+            CONTINUE WHEN tbl IS NULL;
+            part := format('%s_node%s', name, i) || CASE WHEN tbl = d_name THEN '_delta' ELSE '' END;
+            EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                           v_schema, part, cols, srv, m_schema, tbl);
+            EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
+                           format('%s of %s on server %s, part of distributed view %s',
+                                  CASE WHEN tbl = d_name THEN 'delta' ELSE 'states' END, view, srv, name));
+            parts := parts || format('%I.%I', v_schema, part)::regclass;
+        END LOOP;
     END LOOP;
     EXECUTE format('CREATE VIEW %I.%I AS %s', v_schema, name,
                    stream_ext.distributed_select_sql(view, parts));
@@ -345,80 +355,6 @@ CREATE FUNCTION stream_ext.compact(view regclass)
     AS 'MODULE_PATHNAME', 'stream_ext_compact'
     LANGUAGE C STRICT VOLATILE;
 
--- distributed views read each node's delta too (src/sql/60_distributed.sql)
-CREATE OR REPLACE FUNCTION stream_ext.create_distributed_view(name text, view regclass, servers text[])
-RETURNS regclass
-LANGUAGE plpgsql SECURITY INVOKER
-AS $$
-DECLARE
-    v_schema  text;
-    m_schema  text;
-    m_name    text;
-    d_name    text;
-    cols      text;
-    parts     regclass[] := '{}';
-    part      text;
-    i         int := 0;
-    srv       text;
-BEGIN
-    IF name IS NULL OR name = '' THEN
-        RAISE EXCEPTION 'name of the distributed view must not be empty'
-            USING ERRCODE = '22023';
-    END IF;
-    IF cardinality(servers) IS NULL OR cardinality(servers) = 0 THEN
-        RAISE EXCEPTION 'a distributed view needs at least one server'
-            USING ERRCODE = '22023';
-    END IF;
-    SELECT n.nspname, c.relname, vn.nspname, dc.relname
-      INTO m_schema, m_name, v_schema, d_name
-      FROM stream_ext.view_catalog vc
-      JOIN pg_class c ON c.oid = vc.matrel
-      LEFT JOIN pg_class dc ON dc.oid = vc.delta
-      JOIN pg_namespace n ON n.oid = c.relnamespace
-      JOIN pg_class vcl ON vcl.oid = vc.view
-      JOIN pg_namespace vn ON vn.oid = vcl.relnamespace
-     WHERE vc.view = create_distributed_view.view;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION '"%" is not a continuous view', view
-            USING ERRCODE = '42809';
-    END IF;
-    -- the materialization's columns, as the foreign tables' columns
-    SELECT string_agg(format('%I %s', a.attname, format_type(a.atttypid, a.atttypmod)),
-                      ', ' ORDER BY a.attnum)
-      INTO cols
-      FROM pg_attribute a
-     WHERE a.attrelid = (SELECT matrel FROM stream_ext.view_catalog vc
-                          WHERE vc.view = create_distributed_view.view)
-       AND a.attnum > 0 AND NOT a.attisdropped;
-    FOREACH srv IN ARRAY servers LOOP
-        i := i + 1;
-        IF srv IS NULL OR NOT EXISTS (SELECT FROM pg_foreign_server s WHERE s.srvname = srv) THEN
-            RAISE EXCEPTION 'foreign server "%" does not exist', srv
-                USING ERRCODE = '42704',
-                      HINT = 'CREATE SERVER ... FOREIGN DATA WRAPPER postgres_fdw, and a user mapping, for every node.';
-        END IF;
-        part := format('%s_node%s', name, i);
-        EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                       v_schema, part, cols, srv, m_schema, m_name);
-        EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
-                       format('states of %s on server %s, part of distributed view %s', view, srv, name));
-        parts := parts || format('%I.%I', v_schema, part)::regclass;
-        IF d_name IS NOT NULL THEN
-            -- the node's batches not yet compacted: more states to merge
-            -- (postgres_fdw reads both in one remote transaction, one snapshot)
-            part := format('%s_node%s_delta', name, i);
-            EXECUTE format('CREATE FOREIGN TABLE %I.%I (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
-                           v_schema, part, cols, srv, m_schema, d_name);
-            EXECUTE format('COMMENT ON FOREIGN TABLE %I.%I IS %L', v_schema, part,
-                           format('delta of %s on server %s, part of distributed view %s', view, srv, name));
-            parts := parts || format('%I.%I', v_schema, part)::regclass;
-        END IF;
-    END LOOP;
-    EXECUTE format('CREATE VIEW %I.%I AS %s', v_schema, name,
-                   stream_ext.distributed_select_sql(view, parts));
-    RETURN format('%I.%I', v_schema, name)::regclass;
-END
-$$;
 -- ---------------------------------------------------------------------------
 -- Background compaction (housekeeping/compactor.c): its counters, the delta
 -- rows waiting, the compactor's status, and their columns in view_stats.
