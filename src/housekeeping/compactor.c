@@ -39,6 +39,7 @@
  *	  stream_ext.compact_naptime.
  *
  *	  Exit.  SIGTERM (die(): the transaction in progress is rolled back);
+ *	  stream_ext.background_compaction turned off (no compactor starts then);
  *	  DROP EXTENSION or the last view with a delta gone (the scanner starts
  *	  it again when one appears); and DROP DATABASE (or another command
  *	  that needs the database to itself): such a command holds the
@@ -61,6 +62,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
@@ -80,6 +82,7 @@
 #include "maintain/stats.h"
 
 /* GUCs */
+static bool background_compaction = true;
 static int	compact_naptime = 1000;		/* ms */
 static int	compact_lock_timeout = 1000;	/* ms, 0: none */
 
@@ -108,6 +111,13 @@ static int	nviews = 0;
 void
 compactor_init(void)
 {
+	DefineCustomBoolVariable("stream_ext.background_compaction",
+							 "Runs a background compactor in every database whose continuous views have deltas.",
+							 "Off: deltas are compacted only by writers past stream_ext.compact_threshold and by stream_ext.compact().",
+							 &background_compaction,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("stream_ext.compact_naptime",
 							"Time between passes of the background compactor when no writer wakes it.",
 							"Writers wake it as soon as stream_ext.compact_batch_rows delta rows are waiting.",
@@ -275,7 +285,13 @@ compact_view_once(CompactView *v, int64 max_rows)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("compacting continuous view %s", v->name));
-		/* dropped since the views were read: nothing to do */
+		/*
+		 * Hold the view for the transaction, so that DROP VIEW waits for it
+		 * rather than dropping the tables under the statement; then see
+		 * whether it was dropped since the views were read (the lock
+		 * processed the invalidations).
+		 */
+		LockRelationOid(v->viewid, AccessShareLock);
 		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(v->viewid)))
 			n = se_compact_view(v->viewid, max_rows);
 		else
@@ -450,6 +466,8 @@ stream_ext_compactor_main(Datum main_arg)
 				ProcessConfigFile(PGC_SIGHUP);
 			}
 			leave_if_database_wanted();
+			if (!background_compaction)
+				break;
 
 			(void) compactor_slot_take_appended(my_slot);
 			MemoryContextSwitchTo(pass_cxt);
@@ -495,7 +513,7 @@ stream_ext_compactor_main(Datum main_arg)
 	PG_END_TRY();
 
 	ereport(DEBUG1,
-			(errmsg("stream_ext compactor: no continuous view with a delta in database %u, exiting",
+			(errmsg("stream_ext compactor: no continuous view with a delta in database %u, or background compaction off; exiting",
 					MyDatabaseId)));
 	proc_exit(0);
 }
@@ -507,7 +525,7 @@ compactor_launch_if_needed(Oid dboid)
 {
 	bool		needed = false;
 
-	if (compactor_slot_live(dboid))
+	if (!background_compaction || compactor_slot_live(dboid))
 		return;
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());

@@ -45,11 +45,16 @@ PG_FUNCTION_INFO_V1(stream_ext_compact);
 /* stream_ext.compact_threshold: delta rows over which a writer compacts */
 static int	compact_threshold = 20000;
 
+/* the view's name for messages; its OID once it is gone (dropped meanwhile) */
 static char *
 view_display_name(Oid viewid)
 {
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(viewid)),
-									  get_rel_name(viewid));
+	char	   *name = get_rel_name(viewid);
+	char	   *nsp = name ? get_namespace_name(get_rel_namespace(viewid)) : NULL;
+
+	if (name == NULL || nsp == NULL)
+		return psprintf("with OID %u", viewid);
+	return quote_qualified_identifier(nsp, name);
 }
 
 /* run cat's compaction statement as its owner; the number of delta rows folded */
