@@ -491,6 +491,36 @@ stats_require_shmem(void)
 }
 
 /*
+ * A palloc'd copy of this database's entries (*n of them), taken under the
+ * lock; the caller looks at them (catalog lookups) without it.
+ */
+static StatsEntry *
+database_entries(int *n)
+{
+	HASH_SEQ_STATUS status;
+	StatsEntry *e;
+	StatsEntry *copy;
+	int			max;
+
+	stats_require_shmem();
+	*n = 0;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	max = hash_get_num_entries(stats_hash);
+	copy = palloc(sizeof(StatsEntry) * Max(max, 1));
+	hash_seq_init(&status, stats_hash);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		if (e->key.dbid != MyDatabaseId || *n >= max)
+			continue;
+		SpinLockAcquire(&e->mutex);
+		copy[(*n)++] = *e;
+		SpinLockRelease(&e->mutex);
+	}
+	LWLockRelease(stats_shared->lock);
+	return copy;
+}
+
+/*
  * stream_ext._view_stats() -- the counters of this database's views; the
  * view stream_ext.view_stats joins them with the catalog.
  */
@@ -498,31 +528,11 @@ Datum
 stream_ext_view_stats_raw(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS status;
-	StatsEntry *e;
-	StatsEntry *copy;
-	int			n = 0;
-	int			max;
+	int			n;
+	StatsEntry *copy = database_entries(&n);
 	List	   *dead = NIL;
 
-	stats_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
-
-	/* copy this database's entries under the lock, then look at them */
-	LWLockAcquire(stats_shared->lock, LW_SHARED);
-	max = hash_get_num_entries(stats_hash);
-	copy = palloc(sizeof(StatsEntry) * Max(max, 1));
-	hash_seq_init(&status, stats_hash);
-	while ((e = hash_seq_search(&status)) != NULL)
-	{
-		if (e->key.dbid != MyDatabaseId || n >= max)
-			continue;
-		SpinLockAcquire(&e->mutex);
-		copy[n] = *e;
-		SpinLockRelease(&e->mutex);
-		n++;
-	}
-	LWLockRelease(stats_shared->lock);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -807,40 +817,39 @@ Datum
 stream_ext_compaction_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS status;
-	StatsEntry *e;
+	int			n;
+	StatsEntry *copy = database_entries(&n);
 
-	stats_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
-	LWLockAcquire(stats_shared->lock, LW_SHARED);
-	hash_seq_init(&status, stats_hash);
-	while ((e = hash_seq_search(&status)) != NULL)
+
+	for (int i = 0; i < n; i++)
 	{
+		StatsEntry *c = &copy[i];
 		Datum		values[8];
 		bool		nulls[8] = {0};
-		StatsEntry	copy;
 
-		if (e->key.dbid != MyDatabaseId)
-			continue;
-		SpinLockAcquire(&e->mutex);
-		copy = *e;
-		SpinLockRelease(&e->mutex);
-		values[0] = ObjectIdGetDatum(copy.key.viewid);
-		values[1] = Int64GetDatum(copy.c.compacted_rows);
-		values[2] = Int64GetDatum(copy.c.compactions);
-		values[3] = Float8GetDatum(copy.c.compact_ms);
-		values[4] = TimestampTzGetDatum(copy.c.compacted_at);
-		nulls[4] = copy.c.compacted_at == 0;
-		values[5] = TimestampTzGetDatum(copy.c.delta_since);
-		nulls[5] = copy.c.delta_since == 0;
-		values[6] = Int64GetDatum(copy.compaction_errors);
-		/* the last error, while no compaction succeeded after it */
-		values[7] = CStringGetTextDatum(copy.compaction_error);
-		nulls[7] = copy.compaction_error_at == 0 ||
-			copy.compaction_error_at < copy.c.compacted_at;
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(c->key.viewid)))
+			continue;			/* dropped: view_stats forgets it */
+		values[0] = ObjectIdGetDatum(c->key.viewid);
+		values[1] = Int64GetDatum(c->c.compacted_rows);
+		values[2] = Int64GetDatum(c->c.compactions);
+		values[3] = Float8GetDatum(c->c.compact_ms);
+		values[4] = TimestampTzGetDatum(c->c.compacted_at);
+		nulls[4] = c->c.compacted_at == 0;
+		values[5] = TimestampTzGetDatum(c->c.delta_since);
+		nulls[5] = c->c.delta_since == 0;
+		values[6] = Int64GetDatum(c->compaction_errors);
+
+		/*
+		 * The last error, while no compaction succeeded after it; only to
+		 * those who may read the view (it may quote the view's data).
+		 */
+		values[7] = CStringGetTextDatum(c->compaction_error);
+		nulls[7] = c->compaction_error_at == 0 ||
+			c->compaction_error_at < c->c.compacted_at ||
+			pg_class_aclcheck(c->key.viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	LWLockRelease(stats_shared->lock);
 	return (Datum) 0;
 }
 
