@@ -270,7 +270,6 @@ static int64
 compact_view_once(CompactView *v, int64 max_rows)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	TimestampTz start = GetCurrentTimestamp();
 	int64		n = -1;
 
 	PG_TRY();
@@ -296,10 +295,6 @@ compact_view_once(CompactView *v, int64 max_rows)
 			n = se_compact_view(v->viewid, max_rows);
 		else
 			n = 0;
-		if (n > 0)
-			stats_report_compaction(v->viewid, (uint64) n,
-									(double) (GetCurrentTimestamp() - start) / 1000.0,
-									n < max_rows ? start : 0);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}

@@ -420,10 +420,11 @@ stats_report_batch(Oid viewid, Oid streamid, uint64 rows, uint64 groups,
 }
 
 /*
- * Called after a compaction folded ROWS delta rows of VIEWID into its
- * materialization in ELAPSED_MS; DRAINED_AT is the time the compaction
- * began if it emptied the delta as it saw it, else 0.  Counted at commit,
- * like batches.
+ * Called after a compaction (se_compact_view(): the background compactor,
+ * a writer's inline compaction, stream_ext.compact()) folded ROWS delta
+ * rows of VIEWID into its materialization in ELAPSED_MS; DRAINED_AT is the
+ * time the compaction began if it emptied the delta as it saw it, else 0.
+ * Counted at commit, like batches.
  */
 void
 stats_report_compaction(Oid viewid, uint64 rows, double elapsed_ms,
@@ -433,9 +434,11 @@ stats_report_compaction(Oid viewid, uint64 rows, double elapsed_ms,
 
 	if (!track_stats || stats_hash == NULL)
 		return;
+	if (rows == 0 && drained_at == 0)
+		return;
 	p = pending_entry(viewid, InvalidOid);
 	p->c.compacted_rows += rows;
-	p->c.compactions += 1;
+	p->c.compactions += rows > 0 ? 1 : 0;
 	p->c.compact_ms += elapsed_ms;
 	if (drained_at > p->c.drained_at)
 		p->c.drained_at = drained_at;
