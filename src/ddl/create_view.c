@@ -404,6 +404,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 							cv_matrel_hash_column_sql(&plan)));
 		deltaid = get_relname_relid(deltaname, nspid);
 		se_create_guard_trigger(deltaid);
+		if (cv_group_hash_index_sql(&plan, mq))
+			se_run_sql(cv_group_hash_index_sql(&plan, mq));
 	}
 
 	foreach(lc, plan.aggs)

@@ -1245,6 +1245,21 @@ group_hash(CVPlan *plan, const char *prefix)
 	return buf.data;
 }
 
+/*
+ * The index of a materialization that appends on its group hash, or NULL
+ * when the hash is stored (wide keys: the unique index is on it) or the
+ * view has no keys: reads find a delta group's materialization row through
+ * it.  Only compaction writes the materialization, and keys never change,
+ * so it costs no writer anything and compaction's updates stay HOT.
+ */
+char *
+cv_group_hash_index_sql(CVPlan *plan, const char *matrel)
+{
+	if (plan->keyless || cv_matrel_hashed(plan))
+		return NULL;
+	return psprintf("CREATE INDEX ON %s ((%s))", matrel, group_hash(plan, ""));
+}
+
 /* the columns the view reads (keys or _single, every aggregate's), after prefix */
 static char *
 stored_columns(CVPlan *plan, const char *prefix)
