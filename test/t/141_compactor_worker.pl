@@ -10,7 +10,9 @@
 #   other views are compacted, and the error shows in view_stats until the
 #   cause goes away;
 # - it comes back after SIGTERM, leaves a database DROP DATABASE wants, and
-#   exits on DROP EXTENSION.
+#   exits on DROP EXTENSION;
+# - a writer's commit wakes it once stream_ext.compact_batch_rows delta rows
+#   wait, and not before (else it naps stream_ext.compact_naptime).
 use strict;
 use warnings;
 
@@ -157,6 +159,20 @@ poll_ok($node, qq{SELECT count(*) FROM stream_ext.compactor_status() WHERE pid <
 	'after SIGTERM the launcher starts a new compactor');
 sql(batch_sql(1000));
 poll_ok($node, 'SELECT sum(delta_rows) FROM stream_ext.view_stats', '0', 'which compacts', $stats);
+
+# ---- writers wake it --------------------------------------------------------------
+# with an hour's nap, only a writer's commit can start a pass: one that
+# brings stream_ext.compact_batch_rows (500) delta rows does, a small one not
+sql(q{ALTER SYSTEM SET stream_ext.compact_naptime = '1h'; SELECT pg_reload_conf()});
+sleep 1.5;    # its nap of 200 ms ends, it reads the new one
+sql(q{INSERT INTO ev SELECT i % 10, timestamptz '2026-01-01 00:00+00', 1 FROM generate_series(1, 100) i});
+sleep 3;
+is(sql(q{SELECT delta_rows FROM stream_ext.view_stats WHERE view = 'per_key'::regclass}), '10',
+	'a commit of 11 delta rows does not wake the compactor from its nap');
+sql(q{INSERT INTO ev SELECT i, timestamptz '2026-01-01 00:00+00', 1 FROM generate_series(1000, 1999) i});
+poll_ok($node, 'SELECT sum(delta_rows) FROM stream_ext.view_stats', '0',
+	'a commit of 1001 delta rows wakes it (its nap is an hour)', $stats);
+sql(q{ALTER SYSTEM RESET stream_ext.compact_naptime; SELECT pg_reload_conf()});
 
 # ---- DROP DATABASE is not blocked by a compactor -------------------------------
 sql('CREATE DATABASE other');
