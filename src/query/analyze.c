@@ -1031,6 +1031,20 @@ store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 }
 
 /*
+ * The batch's partial aggregation of source, appended to rel (a delta) or
+ * stored into it (a materialization).
+ */
+static char *
+maintain_statement(CVPlan *plan, const char *rel, const char *source, bool append)
+{
+	char	   *from_item = psprintf("(%s)", cv_batch_agg_sql(plan, source));
+
+	return psprintf("/* stream_ext maintenance */ %s",
+					append ? cv_append_sql(plan, rel, from_item, CV_BATCH_AGG_ALIAS) :
+					cv_store_sql(plan, rel, from_item, CV_BATCH_AGG_ALIAS));
+}
+
+/*
  * The per-batch statement: the batch's partial aggregation
  * (cv_batch_agg_sql()) stored into the materialization (cv_store_sql()).
  * source is the relation read: the transition table (CV_NEW_ROWS) or, for
@@ -1039,10 +1053,7 @@ store_sql(CVPlan *plan, const char *matrel, const char *from_item,
 char *
 cv_maintain_sql(CVPlan *plan, const char *matrel, const char *source)
 {
-	return psprintf("/* stream_ext maintenance */ %s",
-					cv_store_sql(plan, matrel,
-								 psprintf("(%s)", cv_batch_agg_sql(plan, source)),
-								 CV_BATCH_AGG_ALIAS));
+	return maintain_statement(plan, matrel, source, false);
 }
 
 /*
@@ -1218,10 +1229,7 @@ cv_append_sql(CVPlan *plan, const char *delta, const char *from_item,
 char *
 cv_maintain_append_sql(CVPlan *plan, const char *delta, const char *source)
 {
-	return psprintf("/* stream_ext maintenance */ %s",
-					cv_append_sql(plan, delta,
-								  psprintf("(%s)", cv_batch_agg_sql(plan, source)),
-								  CV_BATCH_AGG_ALIAS));
+	return maintain_statement(plan, delta, source, true);
 }
 
 

@@ -49,7 +49,9 @@ CREATE ROLE ingest LOGIN;
 GRANT INSERT, SELECT ON ev TO ingest;
 ALTER ROLE ingest SET lock_timeout = '100ms';
 });
-my $matrel = sql(q{SELECT matrel FROM stream_ext.view_catalog WHERE view = 'ev_by_part'::regclass});
+# the table the view's batches write: its delta (the view appends,
+# docs/internals.md, "Append mode")
+my $matrel = sql(q{SELECT coalesce(delta, matrel) FROM stream_ext.view_catalog WHERE view = 'ev_by_part'::regclass});
 sql(q{SET ROLE ingest; SELECT stream_ext.create_kafka_source('ev_src', 'ev', '} . $bootstrap . q{', 'ev', 'csv',
       '{"columns": ["k", "v"], "partition_column": "p", "offset_column": "o",
         "batch_size": 50, "workers": 2}')});
