@@ -844,7 +844,7 @@ stream_ext_compaction_stats(PG_FUNCTION_ARGS)
 		values[6] = Int64GetDatum(c->compaction_errors);
 
 		/*
-		 * The last error, while no compaction succeeded after it; only to
+		 * The last error, until a compaction folds rows again; only to
 		 * those who may read the view (it may quote the view's data).
 		 */
 		values[7] = CStringGetTextDatum(c->compaction_error);
