@@ -22,7 +22,12 @@
 # it has touched all of shared_buffers and say nothing about leaks.  At the
 # end it checks the views against each other and the events committed, and
 # reports anonymous-memory growth from the 2nd sample (after warm-up) to the
-# last.  Like every benchmark it
+# last.  The background compactor (housekeeping/compactor.c), which folds
+# the views' deltas into their materializations meanwhile, is sampled the
+# same way (its pid from pg_stat_activity, backend_type 'stream_ext
+# compactor'), with the delta rows still waiting (view_stats.delta_rows,
+# summed over the views): its memory must stay flat too, and the waiting
+# rows bounded -- it keeps up with 10,000-row batches.  Like every benchmark it
 # reports, it does not pass or fail on the figures; it exits non-zero only
 # when something broke or a view is wrong.
 #
@@ -126,8 +131,10 @@ mem() {   # rss pss private anonymous, in MiB
 t0=$SECONDS
 loaded=0
 samples=()
-printf '| elapsed s | events | events/s | rss MiB | pss MiB | private MiB | anonymous MiB | groups (k, minute) |\n' >"$OUTDIR/soak.md.tmp"
-printf '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n' >>"$OUTDIR/soak.md.tmp"
+printf '| elapsed s | events | events/s | rss MiB | pss MiB | private MiB | anonymous MiB | groups (k, minute) | compactor pid | compactor rss MiB | compactor anonymous MiB | delta rows waiting |\n' >"$OUTDIR/soak.md.tmp"
+printf '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n' >>"$OUTDIR/soak.md.tmp"
+csamples=()
+max_delta=0
 next=$((SECONDS + SAMPLE))
 last_events=0 last_t=$SECONDS
 while :; do
@@ -143,9 +150,19 @@ while :; do
 		# committed events, as maintenance counted them
 		events=$("${PSQL[@]}" -At -c "SELECT rows_in FROM stream_ext.view_stats WHERE view = 'soak_total'::regclass")
 		groups=$("${PSQL[@]}" -At -c "SELECT count(*) FROM soak_w1_mrel")
+		# the compactor: its memory, and the delta rows it has still to fold
+		cpid=$("${PSQL[@]}" -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'stream_ext compactor' AND datname = current_database()")
+		crss=- canon=-
+		if [[ -n $cpid ]] && read -r crss _ _ canon < <(mem "$cpid" 2>/dev/null); then
+			csamples+=("$canon")
+		else
+			cpid=${cpid:-none}
+		fi
+		delta=$("${PSQL[@]}" -At -c "SELECT COALESCE(sum(delta_rows), 0) FROM stream_ext.view_stats")
+		[[ $delta -gt $max_delta ]] && max_delta=$delta
 		rate=$(( (events - last_events) / (SECONDS - last_t > 0 ? SECONDS - last_t : 1) ))
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' $((SECONDS - t0)) "$events" "$rate" \
-			"$rss" "$pss" "$priv" "$anon" "$groups" | tee -a "$OUTDIR/soak.md.tmp" >&2
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' $((SECONDS - t0)) "$events" "$rate" \
+			"$rss" "$pss" "$priv" "$anon" "$groups" "$cpid" "$crss" "$canon" "$delta" | tee -a "$OUTDIR/soak.md.tmp" >&2
 		samples+=("$anon")
 		last_events=$events last_t=$SECONDS
 		next=$((SECONDS + SAMPLE))
@@ -156,6 +173,15 @@ kill "$loader_pid" 2>/dev/null || true
 exec 3<&-
 sleep 1
 "${PSQL[@]}" -c "SELECT pg_terminate_backend($pid)" >/dev/null 2>&1 || true
+
+# how long the compactor takes to empty the deltas once the load stops
+drain_t0=$SECONDS drained=no
+for _ in $(seq 1 120); do
+	left=$("${PSQL[@]}" -At -c "SELECT COALESCE(sum(delta_rows), 0) FROM stream_ext.view_stats")
+	[[ $left -eq 0 ]] && { drained=yes; break; }
+	sleep 0.5
+done
+drain_secs=$((SECONDS - drain_t0))
 
 # The views must agree with each other and with what was loaded: only
 # whole TRUNCATE cycles are counted in $loaded, and the loader may have
@@ -170,6 +196,8 @@ say "views: soak_w1 $n1, soak_distinct $n2, soak_total $n3 events (>= $events re
 first=${samples[1]:-${samples[0]}}
 lastm=${samples[-1]}
 growth=$(awk -v a="$first" -v b="$lastm" 'BEGIN { printf "%.1f", b - a }')
+cfirst=${csamples[1]:-${csamples[0]:-}}
+clast=${csamples[-1]:-}
 {
 	echo "# bench/soak.sh"
 	echo
@@ -177,6 +205,11 @@ growth=$(awk -v a="$first" -v b="$lastm" 'BEGIN { printf "%.1f", b - a }')
 	echo "- machine: $(nproc) cores, $(awk '/^MemTotal:/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "- $n1 events in $((SECONDS - t0)) s, COPY batches of $BATCH rows into a stream with 3 continuous views"
 	echo "- loading backend anonymous memory (its own heap: palloc'd memory; private/rss also count the shared buffers it touched): ${first} MiB at the 2nd sample, ${lastm} MiB at the end (growth ${growth} MiB)"
+	if [[ -n $clast ]]; then
+		echo "- compactor anonymous memory: ${cfirst} MiB at its 2nd sample, ${clast} MiB at the end; most delta rows waiting at a sample: $max_delta; deltas empty ${drain_secs} s after the load stopped (drained: $drained)"
+	else
+		echo "- no compactor was running (no view has a delta)"
+	fi
 	echo
 	cat "$OUTDIR/soak.md.tmp"
 } >"$OUTDIR/soak.md"

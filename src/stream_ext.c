@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "ddl/create_view.h"
 #include "ddl/utility.h"
+#include "housekeeping/compactor.h"
 #include "housekeeping/retention.h"
 #include "kafka/common.h"
 #include "kafka/launcher.h"
@@ -61,6 +62,7 @@ _PG_init(void)
 	kafka_source_init();
 	kafka_sink_init();
 	retention_init();
+	compactor_init();
 	kafka_launcher_init();
 	MarkGUCPrefixReserved("stream_ext");
 }

@@ -148,6 +148,7 @@ run_tap() {
 			STREAM_EXT_CRASH_ITERATIONS="${STREAM_EXT_CRASH_ITERATIONS:-}" \
 			STREAM_EXT_CRASH_CHUNK="${STREAM_EXT_CRASH_CHUNK:-}" \
 			STREAM_EXT_CRASH_SEED="${STREAM_EXT_CRASH_SEED:-}" \
+			STREAM_EXT_COMPACTOR_CRASHES="${STREAM_EXT_COMPACTOR_CRASHES:-}" \
 			STREAM_EXT_OUTAGE_SECS="${STREAM_EXT_OUTAGE_SECS:-}" \
 			STREAM_EXT_FUZZ_SECONDS="${STREAM_EXT_FUZZ_SECONDS:-}" \
 			timeout --kill-after=30 "$TEST_TIMEOUT" prove -I "$tree/test/perl" "t/$n.pl" \
@@ -224,7 +225,17 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if [[ $((${#regress[@]} + ${#isolation[@]} + ${#integration[@]})) -gt 0 ]]; then
-	cluster_start
+	# The shared cluster runs no background compactor: pg_regress and
+	# isolation tests look into deltas and compact them themselves
+	# (stream_ext.compact()), which a compactor would race.  TAP tests
+	# 140_compactor_crash and 141_compactor_worker run it in clusters of
+	# their own.
+	shared_conf=$STREAM_EXT_TMP/shared.conf
+	{
+		echo "stream_ext.background_compaction = off"
+		if [[ -n ${STREAM_EXT_EXTRA_CONF:-} ]]; then cat "$STREAM_EXT_EXTRA_CONF"; fi
+	} >"$shared_conf"
+	STREAM_EXT_EXTRA_CONF=$shared_conf cluster_start
 fi
 
 if [[ ${#regress[@]} -gt 0 ]]; then

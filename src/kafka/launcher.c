@@ -10,8 +10,10 @@
  * it starts one short-lived scanner per connectable database, one at a
  * time.  A scanner connects to its database, and if stream_ext is installed
  * there, starts the missing workers of every source whose state is
- * 'running' (kafka_source_launch_running(), source.c) and the worker of
- * every running sink (kafka_sink_launch_running(), sink.c).  A worker
+ * 'running' (kafka_source_launch_running(), source.c), the worker of
+ * every running sink (kafka_sink_launch_running(), sink.c) and the
+ * database's background compactor if views have deltas to compact
+ * (compactor_launch_if_needed(), housekeeping/compactor.c).  A worker
  * claims its slot in shared memory on start, so a duplicate exits at once.
  *
  *-------------------------------------------------------------------------
@@ -42,6 +44,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "housekeeping/compactor.h"
 #include "kafka/launcher.h"
 #include "kafka/sink.h"
 #include "kafka/source.h"
@@ -196,5 +199,6 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 
 	kafka_source_launch_running(dboid);
 	kafka_sink_launch_running(dboid);
+	compactor_launch_if_needed(dboid);
 	proc_exit(0);
 }

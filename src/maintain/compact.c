@@ -15,7 +15,8 @@
  *	  - se_compact_view(): the entry point, for stream_ext.compact() and
  *		the background compactor; runs the statement as the view's owner,
  *		security-restricted, with the view's pinned settings, in the
- *		maintenance scope (the guard triggers let it write);
+ *		maintenance scope (the guard triggers let it write), and reports it
+ *		to view_stats (stats_report_compaction(), counted at commit);
  *	  - backpressure: after each batch, the writer compacts the delta
  *		itself when it holds more than stream_ext.compact_threshold rows
  *		(compact_after_batch(); the count is estimated from the cumulative
@@ -39,17 +40,23 @@
 #include "core/security.h"
 #include "core/util.h"
 #include "maintain/compact.h"
+#include "maintain/stats.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_compact);
 
 /* stream_ext.compact_threshold: delta rows over which a writer compacts */
 static int	compact_threshold = 20000;
 
+/* the view's name for messages; its OID once it is gone (dropped meanwhile) */
 static char *
 view_display_name(Oid viewid)
 {
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(viewid)),
-									  get_rel_name(viewid));
+	char	   *name = get_rel_name(viewid);
+	char	   *nsp = name ? get_namespace_name(get_rel_namespace(viewid)) : NULL;
+
+	if (name == NULL || nsp == NULL)
+		return psprintf("with OID %u", viewid);
+	return quote_qualified_identifier(nsp, name);
 }
 
 /* run cat's compaction statement as its owner; the number of delta rows folded */
@@ -60,6 +67,7 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows)
 	Datum		values[1] = {Int64GetDatum(max_rows)};
 	char		nulls[1] = {max_rows > 0 ? ' ' : 'n'};
 	MemoryContext cxt = CurrentMemoryContext;
+	TimestampTz start = GetCurrentTimestamp();	/* before the snapshot */
 	SeRunAs		runas;
 	int64		folded = 0;
 	bool		isnull;
@@ -88,6 +96,10 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows)
 	se_maintenance_end();
 	SPI_finish();
 	se_restore(&runas);
+	/* view_stats' compaction columns; "drained" if it folded all it saw */
+	stats_report_compaction(cat->viewid, (uint64) folded,
+							(double) (GetCurrentTimestamp() - start) / 1000.0,
+							max_rows <= 0 || folded < max_rows ? start : 0);
 	return folded;
 }
 

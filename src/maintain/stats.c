@@ -48,12 +48,17 @@
 
 #include "core/catalog.h"
 #include "core/security.h"
+#include "housekeeping/compactor_slots.h"
 #include "maintain/stats.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_view_stats_raw);
 PG_FUNCTION_INFO_V1(stream_ext_reset_stats);
 PG_FUNCTION_INFO_V1(stream_ext_view_groups);
 PG_FUNCTION_INFO_V1(stream_ext_stats_info);
+PG_FUNCTION_INFO_V1(stream_ext_view_delta_rows);
+PG_FUNCTION_INFO_V1(stream_ext_compaction_stats);
+
+#define STATS_ERRMSG_LEN 128
 
 typedef struct StatsKey
 {
@@ -71,6 +76,16 @@ typedef struct StatsCounters
 	double		max_ms;
 	TimestampTz last_at;		/* commit of the newest batch */
 	TimestampTz max_arrival;	/* newest arrival_timestamp applied */
+	/* compaction of the view's delta (housekeeping/compactor.c) */
+	int64		compacted_rows;
+	int64		compactions;	/* transactions that folded rows */
+	double		compact_ms;
+	TimestampTz compacted_at;	/* commit of the newest compaction */
+	TimestampTz drained_at;		/* start of the newest compaction that
+								 * emptied the delta as it saw it; pending
+								 * only */
+	TimestampTz delta_since;	/* the delta has had rows since then (at
+								 * most); 0: empty, or unknown */
 } StatsCounters;
 
 typedef struct StatsEntry
@@ -79,6 +94,9 @@ typedef struct StatsEntry
 	slock_t		mutex;
 	Oid			streamid;
 	StatsCounters c;
+	int64		compaction_errors;
+	TimestampTz compaction_error_at;
+	char		compaction_error[STATS_ERRMSG_LEN];
 } StatsEntry;
 
 typedef struct StatsShared
@@ -172,6 +190,29 @@ merge_counters(StatsCounters *into, const StatsCounters *from)
 		into->last_at = from->last_at;
 	if (from->max_arrival > into->max_arrival)
 		into->max_arrival = from->max_arrival;
+	into->compacted_rows += from->compacted_rows;
+	into->compactions += from->compactions;
+	into->compact_ms += from->compact_ms;
+	if (from->compacted_at > into->compacted_at)
+		into->compacted_at = from->compacted_at;
+	if (from->drained_at > into->drained_at)
+		into->drained_at = from->drained_at;
+}
+
+/*
+ * The time since which a view's delta has had rows (at most): set by the
+ * first batch after the delta was seen empty, cleared by a compaction that
+ * emptied it as its snapshot saw it -- unless a batch committed after that
+ * compaction began (then that start bounds the oldest row left).
+ */
+static void
+update_delta_since(StatsCounters *c, const StatsCounters *p, TimestampTz now)
+{
+	if (p->batches > 0 && c->delta_since == 0)
+		c->delta_since = now;
+	if (p->drained_at != 0)
+		c->delta_since = c->last_at <= p->drained_at ? 0 :
+			Max(c->delta_since, p->drained_at);
 }
 
 static PendingStats *
@@ -187,6 +228,17 @@ pending_find(Oid viewid, int nestlevel)
 			return p;
 	}
 	return NULL;
+}
+
+static void
+init_entry(StatsEntry *e, Oid streamid)
+{
+	SpinLockInit(&e->mutex);
+	e->streamid = streamid;
+	memset(&e->c, 0, sizeof(e->c));
+	e->compaction_errors = 0;
+	e->compaction_error_at = 0;
+	e->compaction_error[0] = '\0';
 }
 
 static void
@@ -206,7 +258,10 @@ flush_pending(void)
 		memset(&key, 0, sizeof(key));
 		key.dbid = MyDatabaseId;
 		key.viewid = p->viewid;
-		p->c.last_at = now;
+		if (p->c.batches > 0)
+			p->c.last_at = now;
+		if (p->c.compactions > 0)
+			p->c.compacted_at = now;
 
 		LWLockAcquire(stats_shared->lock, LW_SHARED);
 		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
@@ -226,15 +281,14 @@ flush_pending(void)
 				continue;
 			}
 			if (!found)
-			{
-				SpinLockInit(&e->mutex);
-				e->streamid = p->streamid;
-				memset(&e->c, 0, sizeof(e->c));
-			}
+				init_entry(e, p->streamid);
 		}
 		SpinLockAcquire(&e->mutex);
-		e->streamid = p->streamid;
+		if (OidIsValid(p->streamid))
+			e->streamid = p->streamid;
 		merge_counters(&e->c, &p->c);
+		update_delta_since(&e->c, &p->c, now);
+		e->c.drained_at = 0;
 		SpinLockRelease(&e->mutex);
 		LWLockRelease(stats_shared->lock);
 	}
@@ -306,15 +360,13 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
  * VIEWID, touching GROUPS groups in ELAPSED_MS; MAX_ARRIVAL is the newest
  * arrival_timestamp of the batch (0 if unknown).
  */
-void
-stats_report_batch(Oid viewid, Oid streamid, uint64 rows, uint64 groups,
-				   double elapsed_ms, TimestampTz max_arrival)
+/* this transaction's pending report of viewid, created if missing */
+static PendingStats *
+pending_entry(Oid viewid, Oid streamid)
 {
 	int			level = GetCurrentTransactionNestLevel();
 	PendingStats *p;
 
-	if (!track_stats || stats_hash == NULL)
-		return;
 	if (!callbacks_registered)
 	{
 		RegisterXactCallback(stats_xact_callback, NULL);
@@ -333,6 +385,29 @@ stats_report_batch(Oid viewid, Oid streamid, uint64 rows, uint64 groups,
 		pending = lappend(pending, p);
 		MemoryContextSwitchTo(old);
 	}
+	return p;
+}
+
+/*
+ * Called by maintenance after it applied one batch of ROWS rows to view
+ * VIEWID, touching GROUPS groups in ELAPSED_MS; MAX_ARRIVAL is the newest
+ * arrival_timestamp of the batch (0 if unknown).
+ */
+void
+stats_report_batch(Oid viewid, Oid streamid, uint64 rows, uint64 groups,
+				   double elapsed_ms, TimestampTz max_arrival)
+{
+	PendingStats *p;
+
+	/*
+	 * A view with a delta appended one row per group touched: count them
+	 * towards waking the background compactor at commit (cheap, and
+	 * harmless for a view that upserts: a spurious wake-up at most).
+	 */
+	se_compactor_note_rows(groups);
+	if (!track_stats || stats_hash == NULL)
+		return;
+	p = pending_entry(viewid, streamid);
 	p->c.rows += rows;
 	p->c.batches += 1;
 	p->c.groups += groups;
@@ -342,6 +417,62 @@ stats_report_batch(Oid viewid, Oid streamid, uint64 rows, uint64 groups,
 		p->c.max_ms = elapsed_ms;
 	if (max_arrival > p->c.max_arrival)
 		p->c.max_arrival = max_arrival;
+}
+
+/*
+ * Called after a compaction (se_compact_view(): the background compactor,
+ * a writer's inline compaction, stream_ext.compact()) folded ROWS delta
+ * rows of VIEWID into its materialization in ELAPSED_MS; DRAINED_AT is the
+ * time the compaction began if it emptied the delta as it saw it, else 0.
+ * Counted at commit, like batches.
+ */
+void
+stats_report_compaction(Oid viewid, uint64 rows, double elapsed_ms,
+						TimestampTz drained_at)
+{
+	PendingStats *p;
+
+	if (!track_stats || stats_hash == NULL)
+		return;
+	if (rows == 0 && drained_at == 0)
+		return;
+	p = pending_entry(viewid, InvalidOid);
+	p->c.compacted_rows += rows;
+	p->c.compactions += rows > 0 ? 1 : 0;
+	p->c.compact_ms += elapsed_ms;
+	if (drained_at > p->c.drained_at)
+		p->c.drained_at = drained_at;
+}
+
+/*
+ * A compaction of VIEWID failed with MSG (its transaction is rolled back):
+ * shown at once, outside any transaction.
+ */
+void
+stats_report_compaction_error(Oid viewid, const char *msg)
+{
+	StatsKey	key;
+	StatsEntry *e;
+	bool		found;
+
+	if (!track_stats || stats_hash == NULL)
+		return;
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.viewid = viewid;
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+	if (e != NULL)
+	{
+		if (!found)
+			init_entry(e, InvalidOid);
+		SpinLockAcquire(&e->mutex);
+		e->compaction_errors++;
+		e->compaction_error_at = GetCurrentTimestamp();
+		strlcpy(e->compaction_error, msg, STATS_ERRMSG_LEN);
+		SpinLockRelease(&e->mutex);
+	}
+	LWLockRelease(stats_shared->lock);
 }
 
 bool
@@ -363,6 +494,36 @@ stats_require_shmem(void)
 }
 
 /*
+ * A palloc'd copy of this database's entries (*n of them), taken under the
+ * lock; the caller looks at them (catalog lookups) without it.
+ */
+static StatsEntry *
+database_entries(int *n)
+{
+	HASH_SEQ_STATUS status;
+	StatsEntry *e;
+	StatsEntry *copy;
+	int			max;
+
+	stats_require_shmem();
+	*n = 0;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	max = hash_get_num_entries(stats_hash);
+	copy = palloc(sizeof(StatsEntry) * Max(max, 1));
+	hash_seq_init(&status, stats_hash);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		if (e->key.dbid != MyDatabaseId || *n >= max)
+			continue;
+		SpinLockAcquire(&e->mutex);
+		copy[(*n)++] = *e;
+		SpinLockRelease(&e->mutex);
+	}
+	LWLockRelease(stats_shared->lock);
+	return copy;
+}
+
+/*
  * stream_ext._view_stats() -- the counters of this database's views; the
  * view stream_ext.view_stats joins them with the catalog.
  */
@@ -370,31 +531,11 @@ Datum
 stream_ext_view_stats_raw(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS status;
-	StatsEntry *e;
-	StatsEntry *copy;
-	int			n = 0;
-	int			max;
+	int			n;
+	StatsEntry *copy = database_entries(&n);
 	List	   *dead = NIL;
 
-	stats_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
-
-	/* copy this database's entries under the lock, then look at them */
-	LWLockAcquire(stats_shared->lock, LW_SHARED);
-	max = hash_get_num_entries(stats_hash);
-	copy = palloc(sizeof(StatsEntry) * Max(max, 1));
-	hash_seq_init(&status, stats_hash);
-	while ((e = hash_seq_search(&status)) != NULL)
-	{
-		if (e->key.dbid != MyDatabaseId || n >= max)
-			continue;
-		SpinLockAcquire(&e->mutex);
-		copy[n] = *e;
-		SpinLockRelease(&e->mutex);
-		n++;
-	}
-	LWLockRelease(stats_shared->lock);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -573,51 +714,146 @@ group_columns(Oid matrelid)
 }
 
 /*
+ * Continuous view viewid's catalog entry, if the caller may read the view
+ * (false: it may not).
+ */
+static bool
+readable_view(Oid viewid, ViewCatalogEntry *entry)
+{
+	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		return false;
+	if (!catalog_lookup_view(viewid, entry, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
+	return true;
+}
+
+/*
+ * May the owner of the view of entry still read table relid?  A view whose
+ * owner lost USAGE on a schema or SELECT on its own tables shows NULL
+ * counts instead of failing all of view_stats.
+ */
+static bool
+owner_can_read(const ViewCatalogEntry *entry, Oid relid)
+{
+	return pg_namespace_aclcheck(get_rel_namespace(relid), entry->owner,
+								 ACL_USAGE) == ACLCHECK_OK &&
+		pg_class_aclcheck(relid, entry->owner, ACL_SELECT) == ACLCHECK_OK;
+}
+
+/* the count(*) query sql, as the owner of the view of entry */
+static int64
+count_as_owner(const ViewCatalogEntry *entry, const char *sql)
+{
+	SeRunAs		runas;
+	int			rc;
+	bool		isnull;
+	int64		result;
+
+	se_run_as_owner(&runas, entry->owner, entry->timezone);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute(sql, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "stream_ext: counting rows failed: %s", SPI_result_code_string(rc));
+	result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	se_restore(&runas);
+	return result;
+}
+
+/*
  * stream_ext.view_groups(view regclass) -- the number of groups a
  * continuous view holds now (rows of its materialization), or NULL when the
- * caller may not read the view.  Counts as the view's owner: the caller
+ * caller may not read the view (or its owner its tables).  Counts as the view's owner: the caller
  * need not be able to read the materialization itself.
  */
 Datum
 stream_ext_view_groups(PG_FUNCTION_ARGS)
 {
-	Oid			viewid = PG_GETARG_OID(0);
 	ViewCatalogEntry entry;
-	SeRunAs		runas;
-	StringInfoData sql;
-	int			rc;
-	bool		isnull;
-	int64		result;
+	char	   *sql;
 
-	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (!readable_view(PG_GETARG_OID(0), &entry) ||
+		!owner_can_read(&entry, entry.matrelid) ||
+		(OidIsValid(entry.deltaid) && !owner_can_read(&entry, entry.deltaid)))
 		PG_RETURN_NULL();
-	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
-
-	initStringInfo(&sql);
 	if (OidIsValid(entry.deltaid))
 	{
 		/* materialization (+) delta: each group counted once */
 		char	   *keys = group_columns(entry.matrelid);
 
-		appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM (SELECT %s FROM %s UNION SELECT %s FROM %s) g",
-						 keys, qualified_rel(entry.matrelid), keys, qualified_rel(entry.deltaid));
+		sql = psprintf("SELECT pg_catalog.count(*) FROM (SELECT %s FROM %s UNION SELECT %s FROM %s) g",
+					   keys, qualified_rel(entry.matrelid), keys, qualified_rel(entry.deltaid));
 	}
 	else
-		appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM %s", qualified_rel(entry.matrelid));
-	se_run_as_owner(&runas, entry.owner, entry.timezone);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute(sql.data, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "stream_ext: counting groups failed: %s", SPI_result_code_string(rc));
-	result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	se_restore(&runas);
-	PG_RETURN_INT64(result);
+		sql = psprintf("SELECT pg_catalog.count(*) FROM %s", qualified_rel(entry.matrelid));
+	PG_RETURN_INT64(count_as_owner(&entry, sql));
+}
+
+/*
+ * stream_ext.view_delta_rows(view regclass) -- the partial states waiting
+ * in a continuous view's delta for the compactor (rows of the delta), or
+ * NULL when the view has no delta or the caller may not read it (or its
+ * owner the delta).
+ */
+Datum
+stream_ext_view_delta_rows(PG_FUNCTION_ARGS)
+{
+	ViewCatalogEntry entry;
+
+	if (!readable_view(PG_GETARG_OID(0), &entry) || !OidIsValid(entry.deltaid) ||
+		!owner_can_read(&entry, entry.deltaid))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(count_as_owner(&entry,
+								   psprintf("SELECT pg_catalog.count(*) FROM %s",
+											qualified_rel(entry.deltaid))));
+}
+
+/*
+ * stream_ext._compaction_stats() -- the compaction counters of this
+ * database's views; the view stream_ext.view_stats shows them.
+ */
+Datum
+stream_ext_compaction_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			n;
+	StatsEntry *copy = database_entries(&n);
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (int i = 0; i < n; i++)
+	{
+		StatsEntry *c = &copy[i];
+		Datum		values[8];
+		bool		nulls[8] = {0};
+
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(c->key.viewid)))
+			continue;			/* dropped: view_stats forgets it */
+		values[0] = ObjectIdGetDatum(c->key.viewid);
+		values[1] = Int64GetDatum(c->c.compacted_rows);
+		values[2] = Int64GetDatum(c->c.compactions);
+		values[3] = Float8GetDatum(c->c.compact_ms);
+		values[4] = TimestampTzGetDatum(c->c.compacted_at);
+		nulls[4] = c->c.compacted_at == 0;
+		values[5] = TimestampTzGetDatum(c->c.delta_since);
+		nulls[5] = c->c.delta_since == 0;
+		values[6] = Int64GetDatum(c->compaction_errors);
+
+		/*
+		 * The last error, until a compaction folds rows again; only to
+		 * those who may read the view (it may quote the view's data).
+		 */
+		values[7] = CStringGetTextDatum(c->compaction_error);
+		nulls[7] = c->compaction_error_at == 0 ||
+			c->compaction_error_at < c->c.compacted_at ||
+			pg_class_aclcheck(c->key.viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }
 
 void

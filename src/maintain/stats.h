@@ -17,6 +17,9 @@ extern bool stats_tracking(void);
 extern void stats_report_batch(Oid viewid, Oid streamid, uint64 rows,
 							   uint64 groups, double elapsed_ms,
 							   TimestampTz max_arrival);
+extern void stats_report_compaction(Oid viewid, uint64 rows,
+									double elapsed_ms, TimestampTz drained_at);
+extern void stats_report_compaction_error(Oid viewid, const char *msg);
 extern TimestampTz stats_max_timestamp(Tuplestorestate *store, TupleDesc desc,
 									   AttrNumber attnum);
 

@@ -25,6 +25,27 @@ CREATE FUNCTION stream_ext.view_groups(view regclass)
     AS 'MODULE_PATHNAME', 'stream_ext_view_groups'
     LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+CREATE FUNCTION stream_ext._compaction_stats(
+    OUT view oid, OUT rows_compacted bigint, OUT compactions bigint,
+    OUT compaction_ms float8, OUT last_compacted_at timestamptz,
+    OUT delta_since timestamptz, OUT compaction_errors bigint,
+    OUT last_compaction_error text)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'stream_ext_compaction_stats'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION stream_ext.view_delta_rows(view regclass)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_view_delta_rows'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION stream_ext.compactor_status(
+    OUT pid integer, OUT started_at timestamptz, OUT last_pass_at timestamptz,
+    OUT rows_compacted bigint, OUT errors bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'stream_ext_compactor_status'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
 CREATE FUNCTION stream_ext.explain(view regclass, verbose boolean DEFAULT false,
                                    batch_rows integer DEFAULT 1000)
     RETURNS SETOF text
@@ -32,7 +53,9 @@ CREATE FUNCTION stream_ext.explain(view regclass, verbose boolean DEFAULT false,
     LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- One row per continuous view of this database; counters since the server
--- started (or reset_stats()), committed batches only.
+-- started (or reset_stats()), committed batches only.  The columns from
+-- delta_rows on are the background compaction of the view's delta
+-- (housekeeping/compactor.c); NULL delta_rows: the view has no delta.
 CREATE VIEW stream_ext.view_stats AS
 SELECT v.view,
        v.stream,
@@ -49,10 +72,21 @@ SELECT v.view,
            AS mean_maintenance_ms,
        s.max_maintenance_ms,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason
+       i.reason AS invalid_reason,
+       d.delta_rows,
+       CASE WHEN d.delta_rows > 0 THEN pg_catalog.now() - c.delta_since END
+           AS oldest_delta_age,
+       COALESCE(c.rows_compacted, 0) AS rows_compacted,
+       COALESCE(c.compactions, 0) AS compactions,
+       c.last_compacted_at,
+       COALESCE(c.compaction_errors, 0) AS compaction_errors,
+       CASE WHEN pg_catalog.has_table_privilege(v.view, 'SELECT')
+            THEN c.last_compaction_error END AS last_compaction_error
   FROM stream_ext.view_catalog v
   LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid
-  LEFT JOIN stream_ext.invalid_objects i ON i.object = v.view;
+  LEFT JOIN stream_ext.invalid_objects i ON i.object = v.view
+  LEFT JOIN stream_ext._compaction_stats() c ON c.view = v.view::oid
+  CROSS JOIN LATERAL (SELECT stream_ext.view_delta_rows(v.view) AS delta_rows) d;
 
 -- One row per stream: what went in (PostgreSQL's own table statistics) and
 -- how far its continuous views have got.

@@ -76,6 +76,7 @@ our @EXPORT = qw(
   broker_path
   start_broker
   stream_ext_node
+  kill9_postmaster
   create_sqlstate_of
   poll_ok
   total_stored
@@ -194,6 +195,46 @@ sub stream_ext_node
 	$node->append_conf('postgresql.conf', $conf);
 	$node->start;
 	return $node;
+}
+
+=pod
+
+=item kill9_postmaster($node)
+
+C<kill -9> of the node's postmaster, then waits up to 10 s for every child
+process to notice and exit (an orphan would keep the shared memory and block
+the restart); any still alive then are killed.  Returns the seconds the
+slowest took and the pids that had to be killed (none, normally).  The
+caller restarts the node with C<< $node->start >>.
+
+=cut
+
+sub kill9_postmaster
+{
+	my ($node) = @_;
+	my $pm = $node->{_pid};
+	my @kids;
+	for my $stat (glob('/proc/[0-9]*/stat'))
+	{
+		open(my $fh, '<', $stat) or next;
+		my $line = <$fh>;
+		close $fh;
+		next unless defined $line && $line =~ /^(\d+) \(.*\) \S+ (\d+)/;
+		push @kids, $1 if $2 == $pm;
+	}
+	my $killed_at = Time::HiRes::time;
+	$node->kill9;
+	my $until = $killed_at + 10;
+	Time::HiRes::sleep(0.02)
+	  while grep({ kill(0, $_) } $pm, @kids) && Time::HiRes::time < $until;
+	my $linger = Time::HiRes::time - $killed_at;
+	my @left = grep { kill(0, $_) } $pm, @kids;
+	if (@left)
+	{
+		kill 'KILL', @left;
+		Time::HiRes::sleep(0.5);
+	}
+	return ($linger, @left);
 }
 
 =pod

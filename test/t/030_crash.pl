@@ -136,22 +136,6 @@ SELECT count(*) FILTER (WHERE s.c <> s.last - s.first + 1 OR s.last + 1 <> o.nex
 };
 }
 
-# the children of process $pm
-sub children_of
-{
-	my ($pm) = @_;
-	my @kids;
-	for my $stat (glob('/proc/[0-9]*/stat'))
-	{
-		open(my $fh, '<', $stat) or next;
-		my $line = <$fh>;
-		close $fh;
-		next unless defined $line && $line =~ /^(\d+) \(.*\) \S+ (\d+)/;
-		push @kids, $1 if $2 == $pm;
-	}
-	return @kids;
-}
-
 sub wait_for_worker
 {
 	my $pid;
@@ -197,20 +181,12 @@ for my $it (1 .. $iterations)
 	{
 		# every child must notice the postmaster's death and exit (an
 		# orphan would keep the shared memory and block the restart)
-		my $pm = $node->{_pid};
-		my @kids = children_of($pm);
-		my $killed_at = time;
-		$node->kill9;
-		my $linger_until = time + 10;
-		sleep 0.02 while grep({ kill(0, $_) } $pm, @kids) && time < $linger_until;
-		my @left = grep { kill(0, $_) } $pm, @kids;
-		$max_linger = time - $killed_at if time - $killed_at > $max_linger;
+		my ($linger, @left) = kill9_postmaster($node);
+		$max_linger = $linger if $linger > $max_linger;
 		if (@left)
 		{
 			$orphans++;
 			diag("still alive 10 s after the postmaster's kill -9: @left");
-			kill 'KILL', @left;
-			sleep 0.5;
 		}
 		$node->start;
 	}

@@ -409,3 +409,64 @@ CREATE FUNCTION stream_ext.maintain_views() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_maintain_views'
     LANGUAGE C;
 ALTER TABLE stream_ext.view_catalog ADD COLUMN query_sql text;
+-- ---------------------------------------------------------------------------
+-- Background compaction (housekeeping/compactor.c): its counters, the delta
+-- rows waiting, the compactor's status, and their columns in view_stats.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION stream_ext._compaction_stats(
+    OUT view oid, OUT rows_compacted bigint, OUT compactions bigint,
+    OUT compaction_ms float8, OUT last_compacted_at timestamptz,
+    OUT delta_since timestamptz, OUT compaction_errors bigint,
+    OUT last_compaction_error text)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'stream_ext_compaction_stats'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION stream_ext.view_delta_rows(view regclass)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_view_delta_rows'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION stream_ext.compactor_status(
+    OUT pid integer, OUT started_at timestamptz, OUT last_pass_at timestamptz,
+    OUT rows_compacted bigint, OUT errors bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'stream_ext_compactor_status'
+    LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- One row per continuous view of this database; counters since the server
+-- started (or reset_stats()), committed batches only.  The columns from
+-- delta_rows on are the background compaction of the view's delta
+-- (housekeeping/compactor.c); NULL delta_rows: the view has no delta.
+CREATE OR REPLACE VIEW stream_ext.view_stats AS
+SELECT v.view,
+       v.stream,
+       COALESCE(s.rows_in, 0) AS rows_in,
+       COALESCE(s.batches, 0) AS batches,
+       COALESCE(s.groups_updated, 0) AS groups_updated,
+       stream_ext.view_groups(v.view) AS groups,
+       s.last_batch_rows,
+       s.last_maintained_at,
+       s.max_arrival AS max_event_time,
+       pg_catalog.now() - s.max_arrival AS freshness,
+       s.total_maintenance_ms,
+       CASE WHEN s.batches > 0 THEN s.total_maintenance_ms / s.batches END
+           AS mean_maintenance_ms,
+       s.max_maintenance_ms,
+       i.object IS NULL AS valid,
+       i.reason AS invalid_reason,
+       d.delta_rows,
+       CASE WHEN d.delta_rows > 0 THEN pg_catalog.now() - c.delta_since END
+           AS oldest_delta_age,
+       COALESCE(c.rows_compacted, 0) AS rows_compacted,
+       COALESCE(c.compactions, 0) AS compactions,
+       c.last_compacted_at,
+       COALESCE(c.compaction_errors, 0) AS compaction_errors,
+       CASE WHEN pg_catalog.has_table_privilege(v.view, 'SELECT')
+            THEN c.last_compaction_error END AS last_compaction_error
+  FROM stream_ext.view_catalog v
+  LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid
+  LEFT JOIN stream_ext.invalid_objects i ON i.object = v.view
+  LEFT JOIN stream_ext._compaction_stats() c ON c.view = v.view::oid
+  CROSS JOIN LATERAL (SELECT stream_ext.view_delta_rows(v.view) AS delta_rows) d;
+
