@@ -29,6 +29,7 @@
 #include "parser/parser.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -47,29 +48,103 @@ stream_ext_installed(void)
 									 get_namespace_oid("stream_ext", true)));
 }
 
-/* run a catalog query with one oid parameter; returns the row count */
+/*
+ * Every statement on stream_ext's catalog tables runs through catalog_exec():
+ * in an SPI connection of its own (nested in the caller's, if any), and,
+ * with CATALOG_AS_OWNER, as the extension's owner for that one fixed
+ * statement.  Each row returned is handed to row_fn in the caller's memory
+ * context, so that what it keeps outlives the connection.  Returns the
+ * number of rows processed.
+ */
+#define CATALOG_WRITE		0x01	/* not read-only (sees this command's writes) */
+#define CATALOG_AS_OWNER	0x02	/* se_run_as_catalog_owner() */
+#define CATALOG_LATEST		0x04	/* catalog_read_latest_begin() */
+
+typedef void (*CatalogRowFn) (HeapTuple tup, TupleDesc desc, void *arg);
+
 static uint64
-catalog_query_oid(const char *sql, Oid relid, bool write)
+catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			 const char *nulls, int flags, long limit,
+			 CatalogRowFn row_fn, void *arg)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	MemoryContext caller = CurrentMemoryContext;
+	SeRunAs		runas;
 	uint64		n;
 	int			rc;
 
+	if (flags & CATALOG_AS_OWNER)
+		se_run_as_catalog_owner(&runas);
 	SPI_connect();
-	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, !write, 0);
+	if (flags & CATALOG_LATEST)
+		catalog_read_latest_begin();
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls,
+							   (flags & CATALOG_WRITE) == 0, limit);
+	if (flags & CATALOG_LATEST)
+		catalog_read_latest_end();
 	if (rc < 0)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
+		elog(ERROR, "stream_ext catalog statement failed: %s", SPI_result_code_string(rc));
 	n = SPI_processed;
+	if (row_fn != NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		for (uint64 i = 0; i < n; i++)
+			row_fn(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, arg);
+		MemoryContextSwitchTo(old);
+	}
 	SPI_finish();
+	if (flags & CATALOG_AS_OWNER)
+		se_restore(&runas);
 	return n;
+}
+
+/* a catalog statement with one oid parameter; returns the row count */
+static uint64
+catalog_query_oid(const char *sql, Oid relid, int flags)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	return catalog_exec(sql, 1, argtypes, values, NULL, flags, 0, NULL, NULL);
+}
+
+/* the same, handing each row to row_fn */
+static uint64
+catalog_rows_oid(const char *sql, Oid relid, int flags, long limit,
+				 CatalogRowFn row_fn, void *arg)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	return catalog_exec(sql, 1, argtypes, values, NULL, flags, limit, row_fn, arg);
+}
+
+/* row_fn of a one-column text result: the first value, in *arg */
+static void
+row_first_text(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	char	  **result = arg;
+
+	if (*result == NULL)
+		*result = SPI_getvalue(tup, desc, 1);
+}
+
+/* row_fn of a one-column oid result: appended to the List * in *arg */
+static void
+row_append_oid(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	bool		isnull;
+
+	*result = lappend_oid(*result,
+						  DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull)));
 }
 
 bool
 catalog_is_stream(Oid relid)
 {
 	return catalog_query_oid("SELECT 1 FROM stream_ext.stream_catalog WHERE stream = $1",
-							 relid, false) > 0;
+							 relid, 0) > 0;
 }
 
 /*
@@ -114,7 +189,7 @@ catalog_is_matrel(Oid relid)
 							 " WHERE output_table = $1 OR transform = $1" :
 							 "SELECT 1 FROM stream_ext.view_catalog WHERE matrel = $1"
 							 " OR $1::pg_catalog.regclass = ANY (aux_tables)",
-							 relid, false) > 0;
+							 relid, 0) > 0;
 }
 
 /* the view relation of a continuous transform? */
@@ -123,7 +198,7 @@ catalog_is_transform(Oid relid)
 {
 	return has_transform_catalog() &&
 		catalog_query_oid("SELECT 1 FROM stream_ext.transform_catalog WHERE transform = $1",
-						  relid, false) > 0;
+						  relid, 0) > 0;
 }
 
 /* read by continuous views or transforms, or written by transforms? */
@@ -135,7 +210,7 @@ catalog_stream_has_views(Oid relid)
 							 " UNION ALL SELECT 1 FROM stream_ext.transform_catalog"
 							 " WHERE stream = $1 OR output_stream = $1" :
 							 "SELECT 1 FROM stream_ext.view_catalog WHERE stream = $1",
-							 relid, false) > 0;
+							 relid, 0) > 0;
 }
 
 /* ---- which columns of a stream continuous views and transforms use ---- */
@@ -300,28 +375,14 @@ catalog_column_user(Oid relid, const char *attname)
 char *
 catalog_view_in_schema(Oid nspid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(nspid)};
-	MemoryContext cxt = CurrentMemoryContext;
 	char	   *result = NULL;
-	int			rc;
 
-	SPI_connect();
-	rc = SPI_execute_with_args("SELECT v.view::pg_catalog.text FROM stream_ext.view_catalog v"
-							   " WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
-							   "  WHERE c.relnamespace = $1"
-							   "    AND (c.oid = v.matrel OR c.oid = ANY (v.aux_tables)))"
-							   " ORDER BY 1 LIMIT 1",
-							   1, argtypes, values, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
-	{
-		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-		result = MemoryContextStrdup(cxt, v);
-	}
-	SPI_finish();
+	catalog_rows_oid("SELECT v.view::pg_catalog.text FROM stream_ext.view_catalog v"
+					 " WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+					 "  WHERE c.relnamespace = $1"
+					 "    AND (c.oid = v.matrel OR c.oid = ANY (v.aux_tables)))"
+					 " ORDER BY 1 LIMIT 1",
+					 nspid, 0, 0, row_first_text, &result);
 	return result;
 }
 
@@ -329,38 +390,20 @@ catalog_view_in_schema(Oid nspid)
 List *
 catalog_view_owners(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	MemoryContext cxt = CurrentMemoryContext;
 	List	   *result = NIL;
-	int			rc;
 
-	SPI_connect();
 	/* continuous transforms read every row of their stream too */
-	rc = SPI_execute_with_args(has_transform_catalog() ?
-							   "SELECT c.relowner FROM stream_ext.view_catalog v"
-							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.stream = $1"
-							   " UNION SELECT c.relowner FROM stream_ext.transform_catalog t"
-							   " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
-							   " WHERE t.stream = $1" :
-							   "SELECT DISTINCT c.relowner FROM stream_ext.view_catalog v"
-							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.stream = $1",
-							   1, argtypes, values, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		result = lappend_oid(result, owner);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
+	catalog_rows_oid(has_transform_catalog() ?
+					 "SELECT c.relowner FROM stream_ext.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+					 " WHERE v.stream = $1"
+					 " UNION SELECT c.relowner FROM stream_ext.transform_catalog t"
+					 " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
+					 " WHERE t.stream = $1" :
+					 "SELECT DISTINCT c.relowner FROM stream_ext.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+					 " WHERE v.stream = $1",
+					 relid, 0, 0, row_append_oid, &result);
 	return result;
 }
 
@@ -372,15 +415,11 @@ catalog_view_owners(Oid relid)
 void
 catalog_insert_stream(Oid relid, bool retain)
 {
-	SeRunAs		runas;
-
-	se_run_as_catalog_owner(&runas);
 	catalog_query_oid(retain ?
 					  "INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)" :
 					  "INSERT INTO stream_ext.stream_catalog (stream, retain, retention)"
 					  " VALUES ($1, false, NULL)",
-					  relid, true);
-	se_restore(&runas);
+					  relid, CATALOG_WRITE | CATALOG_AS_OWNER);
 }
 
 static Datum
@@ -407,8 +446,6 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 	Datum	   *auxs = palloc(sizeof(Datum) * (list_length(aux_tables) + 1));
 	int			naux = 0;
 	ListCell   *lc;
-	SeRunAs		runas;
-	int			rc;
 
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = ObjectIdGetDatum(streamid);
@@ -421,17 +458,13 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 	values[6] = PointerGetDatum(construct_array(auxs, naux, OIDOID, sizeof(Oid),
 												true, TYPALIGN_INT));
 
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("INSERT INTO stream_ext.view_catalog"
-							   " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
-							   " VALUES ($1, $2, $3, $7::pg_catalog.regclass[], $4, $5, $6,"
-							   " pg_catalog.current_setting('TimeZone'))",
-							   7, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "could not record continuous view: %s", SPI_result_code_string(rc));
-	SPI_finish();
-	se_restore(&runas);
+	if (catalog_exec("INSERT INTO stream_ext.view_catalog"
+					 " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
+					 " VALUES ($1, $2, $3, $7::pg_catalog.regclass[], $4, $5, $6,"
+					 " pg_catalog.current_setting('TimeZone'))",
+					 7, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
+		elog(ERROR, "could not record continuous view %u", viewid);
 }
 
 /*
@@ -481,8 +514,6 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 	const char *args[8] = {NULL, kind, size, slide, step, time_column, window_column, expire_sql};
 	Datum		values[8];
 	char		nulls[8];
-	SeRunAs		runas;
-	int			rc;
 
 	if (!catalog_has_windows())
 		catalog_report_needs_update("time windows");
@@ -493,19 +524,15 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 		values[i] = args[i] ? CStringGetTextDatum(args[i]) : (Datum) 0;
 		nulls[i] = args[i] ? ' ' : 'n';
 	}
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET window_kind = $2,"
-							   " window_size = $3::pg_catalog.interval,"
-							   " window_slide = $4::pg_catalog.interval,"
-							   " window_step = $5::pg_catalog.interval,"
-							   " time_column = $6, window_column = $7, expire_sql = $8"
-							   " WHERE view = $1",
-							   8, argtypes, values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+	if (catalog_exec("UPDATE stream_ext.view_catalog SET window_kind = $2,"
+					 " window_size = $3::pg_catalog.interval,"
+					 " window_slide = $4::pg_catalog.interval,"
+					 " window_step = $5::pg_catalog.interval,"
+					 " time_column = $6, window_column = $7, expire_sql = $8"
+					 " WHERE view = $1",
+					 8, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
 		elog(ERROR, "could not record the window of continuous view %u", viewid);
-	SPI_finish();
-	se_restore(&runas);
 }
 
 /*
@@ -668,90 +695,73 @@ catalog_read_latest_end(void)
 Oid
 catalog_stream_of(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	Oid			result = InvalidOid;
-	bool		isnull;
-	int			rc;
+	List	   *result = NIL;
 
-	SPI_connect();
-	rc = SPI_execute_with_args(has_transform_catalog() ?
-							   "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1"
-							   " UNION ALL SELECT stream::oid FROM stream_ext.transform_catalog"
-							   " WHERE transform = $1" :
-							   "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1",
-							   1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 1)
-		result = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-												SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	return result;
+	catalog_rows_oid(has_transform_catalog() ?
+					 "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1"
+					 " UNION ALL SELECT stream::oid FROM stream_ext.transform_catalog"
+					 " WHERE transform = $1" :
+					 "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1",
+					 relid, 0, 1, row_append_oid, &result);
+	return result != NIL ? linitial_oid(result) : InvalidOid;
+}
+
+static void
+row_view_entry(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	ViewCatalogEntry *entry = arg;
+	bool		isnull;
+	ArrayType  *arr;
+	Datum	   *elems;
+	int			nelems;
+
+	entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+	entry->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->maintain_sql = SPI_getvalue(tup, desc, 4);
+	entry->timezone = SPI_getvalue(tup, desc, 6);
+	entry->expire_sql = SPI_getvalue(tup, desc, 8);
+	entry->expire_every_us = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
+	if (isnull)
+		entry->expire_every_us = 0;
+	entry->notify = SPI_getvalue(tup, desc, 10);
+	entry->distinct_sql = NIL;
+	arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		entry->distinct_sql = lappend(entry->distinct_sql,
+									  TextDatumGetCString(elems[i]));
 }
 
 static bool
 lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 			MemoryContext mcxt)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		found = false;
 	const char *window_columns;
 	const char *notify = view_catalog_has_notify() ? "v.notify" : "NULL::pg_catalog.text";
-	int			rc;
+	char	   *sql;
+	MemoryContext old;
+	uint64		n;
 
 	/* sliding windows: expiry statement, and its step in microseconds */
 	window_columns = catalog_has_windows() ?
 		"v.expire_sql, (pg_catalog.date_part('epoch', v.window_step) * 1000000)::pg_catalog.int8" :
 		"NULL::pg_catalog.text, NULL::pg_catalog.int8";
 
-	SPI_connect();
-	catalog_read_latest_begin();
-	rc = SPI_execute_with_args(psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
-										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s"
-										" FROM stream_ext.view_catalog v"
-										" JOIN pg_catalog.pg_class c ON c.oid = v.view"
-										" WHERE v.%s = $1",
-										window_columns, notify, by_matrel ? "matrel" : "view"),
-							   1, argtypes, values, NULL, true, 1);
-	catalog_read_latest_end();
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 1)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		MemoryContext old;
-		ArrayType  *arr;
-		Datum	   *elems;
-		int			nelems;
-
-		old = MemoryContextSwitchTo(mcxt);
-		entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
-		entry->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
-		entry->maintain_sql = SPI_getvalue(tup, desc, 4);
-		entry->timezone = SPI_getvalue(tup, desc, 6);
-		entry->expire_sql = SPI_getvalue(tup, desc, 8);
-		entry->expire_every_us = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
-		if (isnull)
-			entry->expire_every_us = 0;
-		entry->notify = SPI_getvalue(tup, desc, 10);
-		entry->distinct_sql = NIL;
-		arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, NULL, &nelems);
-		for (int i = 0; i < nelems; i++)
-			entry->distinct_sql = lappend(entry->distinct_sql,
-										  TextDatumGetCString(elems[i]));
-		MemoryContextSwitchTo(old);
-		found = true;
-	}
-	SPI_finish();
-	return found;
+	sql = psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
+				   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s"
+				   " FROM stream_ext.view_catalog v"
+				   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+				   " WHERE v.%s = $1",
+				   window_columns, notify, by_matrel ? "matrel" : "view");
+	/* the entry's strings and list in mcxt */
+	old = MemoryContextSwitchTo(mcxt);
+	n = catalog_rows_oid(sql, relid, CATALOG_LATEST, 1, row_view_entry, entry);
+	MemoryContextSwitchTo(old);
+	pfree(sql);
+	return n == 1;
 }
 
 /*
@@ -802,8 +812,6 @@ catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 {
 	Oid			argtypes[4] = {OIDOID, INTERVALOID, TEXTOID, TEXTOID};
 	Datum		values[4];
-	SeRunAs		runas;
-	int			rc;
 
 	char		nulls[4] = {' ', ttl ? ' ' : 'n', ttl_column ? ' ' : 'n', ttl_sql ? ' ' : 'n'};
 
@@ -811,15 +819,11 @@ catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 	values[1] = ttl ? IntervalPGetDatum(ttl) : (Datum) 0;
 	values[2] = ttl_column ? CStringGetTextDatum(ttl_column) : (Datum) 0;
 	values[3] = ttl_sql ? CStringGetTextDatum(ttl_sql) : (Datum) 0;
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
-							   " WHERE view = $1",
-							   4, argtypes, values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+	if (catalog_exec("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
+					 " WHERE view = $1",
+					 4, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
 		elog(ERROR, "could not record the TTL of continuous view %u", viewid);
-	SPI_finish();
-	se_restore(&runas);
 }
 
 /* has continuous view viewid a TTL?  an allowed_lateness? */
@@ -884,17 +888,91 @@ catalog_set_stream_retention(Oid relid, Interval *retention)
 	Oid			argtypes[2] = {OIDOID, INTERVALOID};
 	Datum		values[2];
 	char		nulls[2] = {' ', retention ? ' ' : 'n'};
-	SeRunAs		runas;
-	int			rc;
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
-							   2, argtypes, values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+	if (catalog_exec("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
+					 2, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
 		elog(ERROR, "could not record the retention of stream %u", relid);
-	SPI_finish();
-	se_restore(&runas);
+}
+
+/* ---- housekeeping: run_maintenance(), expire_sliding() ----------------- */
+
+static void
+row_housekeeping_view(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	MaintenanceView *view = palloc0(sizeof(MaintenanceView));
+	bool		isnull;
+	Datum		ttl;
+
+	view->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	view->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	view->timezone = SPI_getvalue(tup, desc, 3);
+	ttl = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+	{
+		view->ttl = datumCopy(ttl, false, sizeof(Interval));
+		view->ttl_sql = SPI_getvalue(tup, desc, 5);
+	}
+	view->expire_sql = SPI_getvalue(tup, desc, 6);
+	view->session = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+	*result = lappend(*result, view);
+}
+
+/*
+ * Every continuous view (viewid InvalidOid) or the one view viewid, with
+ * what housekeeping does to it, in the order of their OIDs; whoever owns
+ * them.
+ */
+List *
+catalog_housekeeping_views(Oid viewid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	char		nulls[1] = {OidIsValid(viewid) ? ' ' : 'n'};
+	List	   *result = NIL;
+
+	catalog_exec("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql,"
+				 " sv.view IS NOT NULL"
+				 " FROM stream_ext.view_catalog v"
+				 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
+				 " LEFT JOIN stream_ext.session_views sv ON sv.view OPERATOR(pg_catalog.=) v.view"
+				 " WHERE $1 IS NULL OR v.view OPERATOR(pg_catalog.=) $1"
+				 " ORDER BY 1",
+				 1, argtypes, values, nulls, 0, 0, row_housekeeping_view, &result);
+	return result;
+}
+
+static void
+row_retention_stream(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	RetentionStream *stream = palloc0(sizeof(RetentionStream));
+	bool		isnull;
+
+	stream->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	stream->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	stream->retention = datumCopy(SPI_getbinval(tup, desc, 3, &isnull), false,
+								  sizeof(Interval));
+	stream->qualname = SPI_getvalue(tup, desc, 4);
+	*result = lappend(*result, stream);
+}
+
+/* every stream with a retention (set_retention()), in the order of their OIDs */
+List *
+catalog_streams_with_retention(void)
+{
+	List	   *result = NIL;
+
+	catalog_exec("SELECT s.stream::pg_catalog.oid, c.relowner, s.retention,"
+				 " pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
+				 " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)"
+				 " FROM stream_ext.stream_catalog s"
+				 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.stream"
+				 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+				 " WHERE s.retention IS NOT NULL ORDER BY 1",
+				 0, NULL, NULL, NULL, 0, 0, row_retention_stream, &result);
+	return result;
 }

@@ -70,5 +70,34 @@ extern void catalog_set_stream_retention(Oid relid, Interval *retention);
 /* returns the number of continuous views forgotten */
 extern uint64 catalog_remove_orphans(void);
 
+/*
+ * One continuous view, as housekeeping sees it: stream_ext.run_maintenance()
+ * (housekeeping/retention.c, whose MaintenanceViewTask says what is done
+ * with it) and stream_ext.expire_sliding() (windows/windows.c).
+ */
+typedef struct MaintenanceView
+{
+	Oid			viewid;
+	Oid			owner;
+	char	   *timezone;
+	Datum		ttl;			/* Interval *, or 0 */
+	char	   *ttl_sql;		/* NULL: no TTL */
+	char	   *expire_sql;		/* sliding window expiry (windows/windows.c), or NULL */
+	bool		session;		/* a session window: compact its fragments */
+} MaintenanceView;
+
+extern List *catalog_housekeeping_views(Oid viewid);
+
+/* A stream whose raw rows expire (stream_ext.set_retention()) */
+typedef struct RetentionStream
+{
+	Oid			relid;
+	Oid			owner;
+	Datum		retention;		/* Interval * */
+	char	   *qualname;
+} RetentionStream;
+
+extern List *catalog_streams_with_retention(void);
+
 
 #endif							/* STREAM_EXT_CATALOG_H */

@@ -335,13 +335,11 @@ stream_ext_set_retention(PG_FUNCTION_ARGS)
 /* ---- stream_ext.run_maintenance() -------------------------------------- */
 
 
+/* a stream's retention, and whether all its rows expired: try TRUNCATE */
 typedef struct StreamWork
 {
-	Oid			relid;
-	Oid			owner;
-	Datum		retention;		/* Interval * */
-	char	   *qualname;
-	bool		emptied;		/* all its rows expired: try TRUNCATE */
+	RetentionStream *stream;
+	bool		emptied;
 } StreamWork;
 
 /* per-view tasks: see MaintenanceViewTask in retention.h */
@@ -497,7 +495,8 @@ view_item(void *arg, void *arg2)
 static int64
 stream_item(void *arg, void *arg2)
 {
-	StreamWork *stream = arg;
+	StreamWork *work = arg;
+	RetentionStream *stream = work->stream;
 	Oid			argtypes[1] = {INTERVALOID};
 	Datum		values[1] = {stream->retention};
 	SeRunAs		octx;
@@ -520,7 +519,7 @@ stream_item(void *arg, void *arg2)
 		if (deleted > 0)
 		{
 			rc = SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", stream->qualname), false, 1);
-			stream->emptied = (rc == SPI_OK_SELECT && SPI_processed == 0);
+			work->emptied = (rc == SPI_OK_SELECT && SPI_processed == 0);
 		}
 	}
 	PG_FINALLY();
@@ -541,7 +540,7 @@ stream_item(void *arg, void *arg2)
 static int64
 truncate_item(void *arg, void *arg2)
 {
-	StreamWork *stream = arg;
+	RetentionStream *stream = ((StreamWork *) arg)->stream;
 	SeRunAs		octx;
 	SPIPlanPtr	plan;
 	int			rc;
@@ -592,83 +591,32 @@ Datum
 stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext cxt = CurrentMemoryContext;
 	List	   *views = NIL;
 	List	   *streams = NIL;
 	Oid			me = GetUserId();
 	ListCell   *lc;
-	int			rc;
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	/* what is there to do, and for whom */
-	SPI_connect();
-	rc = SPI_execute("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql,"
-					 " sv.view IS NOT NULL"
-					 " FROM stream_ext.view_catalog v"
-					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
-					 " LEFT JOIN stream_ext.session_views sv ON sv.view OPERATOR(pg_catalog.=) v.view"
-					 " ORDER BY 1", true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach(lc, catalog_housekeeping_views(InvalidOid))
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		MemoryContext old;
-		ViewWork   *w;
-		Datum		ttl;
+		ViewWork   *w = lfirst(lc);
 
-		if (!has_privs_of_role(me, owner))
-			continue;
-		old = MemoryContextSwitchTo(cxt);
-		w = palloc0(sizeof(ViewWork));
-		w->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		w->owner = owner;
-		w->timezone = SPI_getvalue(tup, desc, 3);
-		ttl = SPI_getbinval(tup, desc, 4, &isnull);
-		if (!isnull)
-		{
-			w->ttl = datumCopy(ttl, false, sizeof(Interval));
-			w->ttl_sql = SPI_getvalue(tup, desc, 5);
-		}
-		w->expire_sql = SPI_getvalue(tup, desc, 6);
-		w->session = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
-		views = lappend(views, w);
-		MemoryContextSwitchTo(old);
+		if (has_privs_of_role(me, w->owner))
+			views = lappend(views, w);
 	}
-	rc = SPI_execute("SELECT s.stream::pg_catalog.oid, c.relowner, s.retention,"
-					 " pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
-					 " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)"
-					 " FROM stream_ext.stream_catalog s"
-					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.stream"
-					 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-					 " WHERE s.retention IS NOT NULL ORDER BY 1", true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach(lc, catalog_streams_with_retention())
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		MemoryContext old;
+		RetentionStream *stream = lfirst(lc);
 		StreamWork *w;
 
-		if (!has_privs_of_role(me, owner))
+		if (!has_privs_of_role(me, stream->owner))
 			continue;
-		old = MemoryContextSwitchTo(cxt);
 		w = palloc0(sizeof(StreamWork));
-		w->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		w->owner = owner;
-		w->retention = datumCopy(SPI_getbinval(tup, desc, 3, &isnull), false, sizeof(Interval));
-		w->qualname = SPI_getvalue(tup, desc, 4);
+		w->stream = stream;
 		streams = lappend(streams, w);
-		MemoryContextSwitchTo(old);
 	}
-	SPI_finish();
 
 	/* views first: their deletes hold no lock that inserts wait for */
 	foreach(lc, views)
@@ -693,8 +641,8 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 	{
 		StreamWork *w = lfirst(lc);
 
-		report(rsinfo, "retention", w->relid,
-			   run_item("retention", w->relid, stream_item, w, NULL));
+		report(rsinfo, "retention", w->stream->relid,
+			   run_item("retention", w->stream->relid, stream_item, w, NULL));
 		CHECK_FOR_INTERRUPTS();
 	}
 	/*
@@ -707,8 +655,8 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 		StreamWork *w = lfirst(lc);
 
 		if (w->emptied && !IsTransactionBlock() &&
-			run_item("truncate", w->relid, truncate_item, w, NULL) == 1)
-			report(rsinfo, "truncate", w->relid, 0);
+			run_item("truncate", w->stream->relid, truncate_item, w, NULL) == 1)
+			report(rsinfo, "truncate", w->stream->relid, 0);
 	}
 	return (Datum) 0;
 }
