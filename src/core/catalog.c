@@ -33,6 +33,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "storage/lmgr.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
@@ -975,4 +976,131 @@ catalog_streams_with_retention(void)
 				 " WHERE s.retention IS NOT NULL ORDER BY 1",
 				 0, NULL, NULL, NULL, 0, 0, row_retention_stream, &result);
 	return result;
+}
+
+/* ---- continuous transforms (maintain/transform.c) ---------------------- */
+
+/* WITH (notify = 'channel') of a continuous view just recorded */
+void
+catalog_set_view_notify(Oid viewid, const char *channel)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		values[2];
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = CStringGetTextDatum(channel);
+	if (catalog_exec("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
+					 2, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
+		elog(ERROR, "stream_ext: could not record notify channel");
+}
+
+/*
+ * One transform creation at a time (until commit): transforms that write
+ * to streams must not form a cycle, and catalog_transform_path() sees
+ * every other one only if none is being created meanwhile.
+ */
+void
+catalog_lock_transforms(void)
+{
+	LockRelationOid(get_relname_relid("transform_catalog",
+									  get_namespace_oid("stream_ext", false)),
+					ShareRowExclusiveLock);
+}
+
+/*
+ * How rows written into stream from flow, through continuous transforms
+ * and their output streams, into stream to: "from -> t1 -> s1 -> t2 -> to",
+ * or NULL if they do not.
+ */
+char *
+catalog_transform_path(Oid from, Oid to)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		values[2] = {ObjectIdGetDatum(from), ObjectIdGetDatum(to)};
+	char	   *path = NULL;
+
+	catalog_exec("WITH RECURSIVE walk(stream, seen, path) AS ("
+				 " SELECT $1::pg_catalog.regclass, ARRAY[$1::pg_catalog.oid],"
+				 "        $1::pg_catalog.regclass::pg_catalog.text"
+				 " UNION ALL"
+				 " SELECT t.output_stream, w.seen || t.output_stream::pg_catalog.oid,"
+				 "        w.path || ' -> ' || t.transform::pg_catalog.text"
+				 "        || ' -> ' || t.output_stream::pg_catalog.text"
+				 "   FROM walk w JOIN stream_ext.transform_catalog t ON t.stream = w.stream"
+				 "  WHERE t.output_stream IS NOT NULL"
+				 "    AND t.output_stream::pg_catalog.oid <> ALL (w.seen))"
+				 " SELECT path FROM walk WHERE stream = $2::pg_catalog.regclass LIMIT 1",
+				 2, argtypes, values, NULL, 0, 1, row_first_text, &path);
+	return path;
+}
+
+/* a new continuous transform; output_stream or output_table InvalidOid */
+void
+catalog_insert_transform(Oid transform, Oid stream, Oid output_stream,
+						 Oid output_table, const char *definition,
+						 const char *columns, const char *select_sql,
+						 const char *notify)
+{
+	Oid			argtypes[8] = {OIDOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = "        ";
+
+	values[0] = ObjectIdGetDatum(transform);
+	values[1] = ObjectIdGetDatum(stream);
+	values[2] = ObjectIdGetDatum(output_stream);
+	nulls[2] = OidIsValid(output_stream) ? ' ' : 'n';
+	values[3] = ObjectIdGetDatum(output_table);
+	nulls[3] = OidIsValid(output_table) ? ' ' : 'n';
+	values[4] = CStringGetTextDatum(definition);
+	values[5] = CStringGetTextDatum(columns);
+	values[6] = CStringGetTextDatum(select_sql);
+	values[7] = notify ? CStringGetTextDatum(notify) : (Datum) 0;
+	nulls[7] = notify ? ' ' : 'n';
+	if (catalog_exec("INSERT INTO stream_ext.transform_catalog"
+					 " (transform, stream, output_stream, output_table, definition,"
+					 "  columns, select_sql, notify, timezone)"
+					 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+					 " pg_catalog.current_setting('TimeZone'))",
+					 8, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
+		elog(ERROR, "stream_ext: could not record continuous transform");
+}
+
+static void
+row_transform_entry(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	TransformCatalogEntry *entry = arg;
+	bool		isnull;
+
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->targetid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->columns = SPI_getvalue(tup, desc, 4);
+	entry->select_sql = SPI_getvalue(tup, desc, 5);
+	entry->notify = SPI_getvalue(tup, desc, 6);
+	entry->timezone = SPI_getvalue(tup, desc, 7);
+}
+
+/*
+ * Fill *entry for continuous transform transform, as committed now (for its
+ * trigger: see catalog_read_latest_begin()); strings in mcxt.  Returns
+ * false if there is none.
+ */
+bool
+catalog_lookup_transform(Oid transform, TransformCatalogEntry *entry,
+						 MemoryContext mcxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	uint64		n;
+
+	entry->transform = transform;
+	n = catalog_rows_oid("SELECT t.stream::oid, coalesce(t.output_stream, t.output_table)::oid,"
+						 " c.relowner, t.columns, t.select_sql, t.notify, t.timezone"
+						 " FROM stream_ext.transform_catalog t"
+						 " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
+						 " WHERE t.transform = $1",
+						 transform, CATALOG_LATEST, 1, row_transform_entry, entry);
+	MemoryContextSwitchTo(old);
+	return n == 1;
 }

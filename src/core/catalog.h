@@ -100,4 +100,27 @@ typedef struct RetentionStream
 extern List *catalog_streams_with_retention(void);
 
 
+/* continuous transforms (maintain/transform.c) */
+typedef struct TransformCatalogEntry
+{
+	Oid			transform;		/* the user-facing view */
+	Oid			streamid;		/* the stream it reads */
+	Oid			targetid;		/* its output stream or output table */
+	Oid			owner;			/* owner of the view */
+	char	   *columns;		/* the target's columns, quoted, comma-separated */
+	char	   *select_sql;		/* over the transition table */
+	char	   *notify;			/* NOTIFY channel per batch, or NULL */
+	char	   *timezone;		/* TimeZone pinned at creation */
+} TransformCatalogEntry;
+
+extern void catalog_set_view_notify(Oid viewid, const char *channel);
+extern void catalog_lock_transforms(void);
+extern char *catalog_transform_path(Oid from, Oid to);
+extern void catalog_insert_transform(Oid transform, Oid stream, Oid output_stream,
+									 Oid output_table, const char *definition,
+									 const char *columns, const char *select_sql,
+									 const char *notify);
+extern bool catalog_lookup_transform(Oid transform, TransformCatalogEntry *entry,
+									 MemoryContext mcxt);
+
 #endif							/* STREAM_EXT_CATALOG_H */
