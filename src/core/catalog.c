@@ -1104,3 +1104,197 @@ catalog_lookup_transform(Oid transform, TransformCatalogEntry *entry,
 	MemoryContextSwitchTo(old);
 	return n == 1;
 }
+
+/* ---- session windows (windows/sessions.c) ------------------------------ */
+
+/* the session parameters of a view just created */
+void
+catalog_insert_session_view(Oid viewid, const char *time_column,
+							const char *session_gap, const char *compact_sql)
+{
+	Oid			argtypes[4] = {OIDOID, NAMEOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = DirectFunctionCall1(namein, CStringGetDatum(time_column));
+	values[2] = CStringGetTextDatum(session_gap);
+	values[3] = CStringGetTextDatum(compact_sql);
+	if (catalog_exec("INSERT INTO stream_ext.session_views (view, time_column, session_gap, compact_sql)"
+					 " VALUES ($1::pg_catalog.regclass, $2, $3::pg_catalog.interval, $4)",
+					 4, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
+		elog(ERROR, "stream_ext: recording session view failed");
+}
+
+/* the compaction statement of a session-window view, or NULL if it is none */
+char *
+catalog_session_compact_sql(Oid viewid)
+{
+	char	   *result = NULL;
+
+	catalog_rows_oid("SELECT compact_sql FROM stream_ext.session_views WHERE view = $1::pg_catalog.regclass",
+					 viewid, 0, 1, row_first_text, &result);
+	return result;
+}
+
+/* ---- allowed_lateness and watermarks (windows/lateness.c) -------------- */
+
+/* the lateness of a view just created; output_stream InvalidOid if none */
+void
+catalog_insert_lateness_view(Oid viewid, const char *allowed_lateness,
+							 const char *late_sql, const char *max_sql,
+							 const char *emit_sql, Oid output_stream)
+{
+	Oid			argtypes[6] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[6];
+	char		nulls[6] = "      ";
+
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = CStringGetTextDatum(allowed_lateness);
+	values[2] = CStringGetTextDatum(late_sql);
+	values[3] = CStringGetTextDatum(max_sql);
+	values[4] = emit_sql ? CStringGetTextDatum(emit_sql) : (Datum) 0;
+	nulls[4] = emit_sql ? ' ' : 'n';
+	values[5] = ObjectIdGetDatum(output_stream);
+	nulls[5] = OidIsValid(output_stream) ? ' ' : 'n';
+	if (catalog_exec("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
+					 " emit_sql, output_stream)"
+					 " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
+					 " $6::pg_catalog.regclass)",
+					 6, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+					 NULL, NULL) != 1)
+		elog(ERROR, "stream_ext: recording allowed_lateness failed");
+}
+
+static void
+row_lateness_entry(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	LatenessCatalogEntry *entry = arg;
+	bool		isnull;
+
+	entry->lateness = *DatumGetIntervalP(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->late_sql = SPI_getvalue(tup, desc, 2);
+	entry->max_sql = SPI_getvalue(tup, desc, 3);
+	entry->emit_sql = SPI_getvalue(tup, desc, 4);	/* NULL if none */
+}
+
+/*
+ * Fill *entry with the lateness of view viewid (strings in mcxt); false if
+ * it has none (or the database is not updated to 0.2 yet).
+ */
+bool
+catalog_lookup_lateness(Oid viewid, LatenessCatalogEntry *entry,
+						MemoryContext mcxt)
+{
+	MemoryContext old;
+	uint64		n;
+
+	if (!has_catalog_table("lateness_views"))
+		return false;
+	old = MemoryContextSwitchTo(mcxt);
+	n = catalog_rows_oid("SELECT allowed_lateness, late_sql, max_sql, emit_sql FROM stream_ext.lateness_views"
+						 " WHERE view = $1::pg_catalog.regclass",
+						 viewid, 0, 1, row_lateness_entry, entry);
+	MemoryContextSwitchTo(old);
+	return n == 1;
+}
+
+/*
+ * The view's newest event time becomes at least ts (isnull: none yet, the
+ * row is still made).
+ */
+void
+catalog_raise_max_event_time(Oid viewid, Datum ts, bool isnull)
+{
+	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2] = {ObjectIdGetDatum(viewid), ts};
+	char		nulls[2] = {' ', isnull ? 'n' : ' '};
+
+	catalog_exec("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
+				 " VALUES ($1::pg_catalog.regclass, $2)"
+				 " ON CONFLICT (view) DO UPDATE SET max_event_time ="
+				 " GREATEST(w.max_event_time, excluded.max_event_time)",
+				 2, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+				 NULL, NULL);
+}
+
+static void
+row_first_timestamptz(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	NullableDatum *result = arg;
+
+	result->value = SPI_getbinval(tup, desc, 1, &result->isnull);
+}
+
+/*
+ * The view's watermark now (max event time minus allowed_lateness);
+ * *isnull when it has seen no event time yet.  Not a read-only query, so
+ * that it sees what this command just wrote.  lock: FOR UPDATE, as a batch
+ * needs it.
+ */
+TimestampTz
+catalog_watermark(Oid viewid, bool lock, bool *isnull)
+{
+	NullableDatum wm = {0, true};
+
+	catalog_rows_oid(lock ?
+					 "SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+					 " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+					 " WHERE w.view = $1::pg_catalog.regclass FOR UPDATE OF w" :
+					 "SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+					 " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+					 " WHERE w.view = $1::pg_catalog.regclass",
+					 viewid, CATALOG_WRITE | CATALOG_AS_OWNER, 1,
+					 row_first_timestamptz, &wm);
+	*isnull = wm.isnull;
+	return wm.isnull ? 0 : DatumGetTimestampTz(wm.value);
+}
+
+/* ---- distributed views (query/distributed.c) --------------------------- */
+
+static void
+row_view_definition(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	ViewDefinitionEntry *entry = arg;
+	bool		isnull;
+
+	entry->definition = SPI_getvalue(tup, desc, 1);
+	entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->overlapping_window = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	entry->session = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	entry->lateness = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+}
+
+/*
+ * The stored definition of continuous view viewid and what its plan cannot
+ * be rebuilt from; false if it is none.
+ */
+bool
+catalog_lookup_view_definition(Oid viewid, ViewDefinitionEntry *entry)
+{
+	return catalog_rows_oid("SELECT definition, matrel::oid, stream::oid, "
+							"window_kind IS NOT NULL AND window_kind <> 'tumbling', "
+							"EXISTS (SELECT FROM stream_ext.session_views s WHERE s.view = c.view), "
+							"EXISTS (SELECT FROM stream_ext.lateness_views l WHERE l.view = c.view) "
+							"FROM stream_ext.view_catalog c WHERE c.view = $1",
+							viewid, 0, 1, row_view_definition, entry) == 1;
+}
+
+/* ---- invalid views and transforms (maintain/privileges.c) -------------- */
+
+/* relid (a continuous view or transform) is no longer maintained */
+void
+catalog_insert_invalid_object(Oid relid, const char *kind, const char *reason)
+{
+	Oid			argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = CStringGetTextDatum(kind);
+	values[2] = CStringGetTextDatum(reason);
+	catalog_exec("INSERT INTO stream_ext.invalid_objects (object, kind, reason)"
+				 " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+				 3, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
+				 NULL, NULL);
+}

@@ -123,4 +123,44 @@ extern void catalog_insert_transform(Oid transform, Oid stream, Oid output_strea
 extern bool catalog_lookup_transform(Oid transform, TransformCatalogEntry *entry,
 									 MemoryContext mcxt);
 
+/* session windows (windows/sessions.c) */
+extern void catalog_insert_session_view(Oid viewid, const char *time_column,
+										const char *session_gap,
+										const char *compact_sql);
+extern char *catalog_session_compact_sql(Oid viewid);
+
+/* allowed_lateness and watermarks (windows/lateness.c) */
+typedef struct LatenessCatalogEntry
+{
+	Interval	lateness;
+	char	   *late_sql;
+	char	   *max_sql;
+	char	   *emit_sql;		/* NULL unless emit = 'on_close' */
+} LatenessCatalogEntry;
+
+extern void catalog_insert_lateness_view(Oid viewid, const char *allowed_lateness,
+										 const char *late_sql, const char *max_sql,
+										 const char *emit_sql, Oid output_stream);
+extern bool catalog_lookup_lateness(Oid viewid, LatenessCatalogEntry *entry,
+									MemoryContext mcxt);
+extern void catalog_raise_max_event_time(Oid viewid, Datum ts, bool isnull);
+extern TimestampTz catalog_watermark(Oid viewid, bool lock, bool *isnull);
+
+/* distributed views (query/distributed.c) */
+typedef struct ViewDefinitionEntry
+{
+	char	   *definition;		/* the SELECT, schema-qualified */
+	Oid			matrelid;
+	Oid			streamid;
+	bool		overlapping_window; /* a hopping or sliding window */
+	bool		session;		/* a session window */
+	bool		lateness;		/* allowed_lateness or emit = 'on_close' */
+} ViewDefinitionEntry;
+
+extern bool catalog_lookup_view_definition(Oid viewid, ViewDefinitionEntry *entry);
+
+/* invalid views and transforms (maintain/privileges.c) */
+extern void catalog_insert_invalid_object(Oid relid, const char *kind,
+										  const char *reason);
+
 #endif							/* STREAM_EXT_CATALOG_H */

@@ -377,30 +377,13 @@ priv_invalid_reason(Oid relid)
 void
 priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 {
-	Oid			argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	SeRunAs		runas;
-	int			rc;
-
 	if (!OidIsValid(invalid_objects_relid()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cannot maintain %s \"%s\": %s", kind, get_rel_name(relid), reason),
 				 errhint("Run ALTER EXTENSION stream_ext UPDATE, then insert again: the %s will be marked invalid and the insert will succeed.",
 						 kind)));
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = CStringGetTextDatum(kind);
-	values[2] = CStringGetTextDatum(reason);
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("INSERT INTO stream_ext.invalid_objects (object, kind, reason)"
-							   " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-							   3, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "could not record invalid %s %u: %s", kind, relid,
-			 SPI_result_code_string(rc));
-	SPI_finish();
-	se_restore(&runas);
+	catalog_insert_invalid_object(relid, kind, reason);
 	/* other backends reload their set, and replan queries reading it */
 	CacheInvalidateRelcacheByRelid(relid);
 	ereport(WARNING,
