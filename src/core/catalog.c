@@ -1298,3 +1298,58 @@ catalog_insert_invalid_object(Oid relid, const char *kind, const char *reason)
 				 3, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
 				 NULL, NULL);
 }
+
+/* ---- what a stream's views and transforms are made of (ddl/restore.c) -- */
+
+static void
+row_stream_object(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	StreamObject *obj = palloc0(sizeof(StreamObject));
+	bool		isnull;
+	Datum		aux;
+
+	obj->objid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	obj->transform = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	obj->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	if (isnull)
+		obj->relid = InvalidOid;
+	aux = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(aux), OIDOID, sizeof(Oid), true,
+						  TYPALIGN_INT, &elems, NULL, &nelems);
+		for (int i = 0; i < nelems; i++)
+			obj->aux_tables = lappend_oid(obj->aux_tables, DatumGetObjectId(elems[i]));
+	}
+	obj->sql = SPI_getvalue(tup, desc, 5);
+	*result = lappend(*result, obj);
+}
+
+/*
+ * The continuous views of stream streamid, then its continuous transforms,
+ * each with the relations it is made of and its statement.  Not read-only:
+ * after pg_restore's CREATE TRIGGER it sees all this transaction wrote.
+ */
+List *
+catalog_stream_objects(Oid streamid)
+{
+	List	   *result = NIL;
+
+	/* transforms came in 0.2; a 0.1 installation has no catalog of them */
+	catalog_rows_oid(has_transform_catalog() ?
+					 "SELECT view::pg_catalog.oid, false, matrel::pg_catalog.oid,"
+					 " aux_tables::pg_catalog.oid[], maintain_sql"
+					 " FROM stream_ext.view_catalog WHERE stream = $1"
+					 " UNION ALL SELECT transform::pg_catalog.oid, true, output_table::pg_catalog.oid,"
+					 " NULL, select_sql"
+					 " FROM stream_ext.transform_catalog WHERE stream = $1" :
+					 "SELECT view::pg_catalog.oid, false, matrel::pg_catalog.oid,"
+					 " aux_tables::pg_catalog.oid[], maintain_sql"
+					 " FROM stream_ext.view_catalog WHERE stream = $1",
+					 streamid, CATALOG_WRITE, 0, row_stream_object, &result);
+	return result;
+}

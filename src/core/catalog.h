@@ -163,4 +163,17 @@ extern bool catalog_lookup_view_definition(Oid viewid, ViewDefinitionEntry *entr
 extern void catalog_insert_invalid_object(Oid relid, const char *kind,
 										  const char *reason);
 
+/* a continuous view or transform of a stream (ddl/restore.c) */
+typedef struct StreamObject
+{
+	Oid			objid;			/* the user-facing view */
+	bool		transform;		/* a continuous transform, not a view */
+	Oid			relid;			/* a view's materialization, a transform's
+								 * output table (or InvalidOid) */
+	List	   *aux_tables;		/* a view's count(DISTINCT) side tables */
+	char	   *sql;			/* maintenance statement or transform SELECT */
+} StreamObject;
+
+extern List *catalog_stream_objects(Oid streamid);
+
 #endif							/* STREAM_EXT_CATALOG_H */

@@ -9,13 +9,17 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_trigger.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
@@ -55,6 +59,40 @@ se_record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
 	ObjectAddressSet(obj, classid, objid);
 	ObjectAddressSet(ref, refclassid, refobjid);
 	recordDependencyOn(&obj, &ref, type);
+}
+
+/*
+ * Does object (classid, objid), or one of its columns, depend on
+ * (refclassid, refobjid)?  refobjsubid: on that column of it (0: on the
+ * whole object), or -1: on any.  Reads pg_depend as of now (the catalog
+ * snapshot), so it sees dependencies recorded before the last
+ * CommandCounterIncrement().
+ */
+bool
+se_dependency_exists(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
+					 int32 refobjsubid)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
+
+	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(classid));
+	ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(objid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, key);
+	while (!found && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		found = dep->refclassid == refclassid && dep->refobjid == refobjid &&
+			(refobjsubid < 0 || dep->refobjsubid == refobjsubid);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return found;
 }
 
 /*

@@ -39,6 +39,8 @@ extern bool stream_ext_preloaded;
 extern Oid	se_relation_owner(Oid relid);
 extern void se_record_dependency(Oid classid, Oid objid, Oid refclassid,
 								 Oid refobjid, DependencyType type);
+extern bool se_dependency_exists(Oid classid, Oid objid, Oid refclassid,
+								 Oid refobjid, int32 refobjsubid);
 extern void se_rethrow_short_context(MemoryContext cxt, List *statements,
 									 const char *fmt,...)
 			pg_attribute_printf(3, 4) pg_attribute_noreturn();
