@@ -12,6 +12,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
@@ -22,6 +23,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 
 #include "commands/trigger.h"
@@ -93,6 +95,51 @@ se_dependency_exists(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
 	return found;
+}
+
+/*
+ * Run fn(arg) in an internal subtransaction, starting in memory context
+ * body_cxt (NULL: the caller's).  Returns NULL when it succeeded and the
+ * subtransaction committed; else the subtransaction is rolled back, the
+ * error state is clean and the error is returned, copied into errcxt (its
+ * message never NULL).  Either way the caller's memory context and
+ * resource owner are current again.  The one implementation of "try this,
+ * and go on if it fails" for run_maintenance()'s items, the pg_cron job
+ * and the Kafka source's decoding and inserts.
+ */
+ErrorData *
+se_try_in_subxact(SeSubxactFn fn, void *arg, MemoryContext body_cxt,
+				  MemoryContext errcxt)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(body_cxt ? body_cxt : oldcxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(errcxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		if (e->message == NULL)
+			e->message = pstrdup("unknown error");
+		edata = e;
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return edata;
 }
 
 /*

@@ -64,12 +64,12 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "core/catalog.h"
 #include "core/security.h"
+#include "core/util.h"
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
 #include "storage/discard_am.h"
@@ -422,6 +422,22 @@ static const struct
 
 typedef int64 (*ItemFn) (void *arg, void *arg2);
 
+typedef struct ItemCall
+{
+	ItemFn		fn;
+	void	   *arg;
+	void	   *arg2;
+	int64		result;
+} ItemCall;
+
+static void
+call_item(void *arg)
+{
+	ItemCall   *call = arg;
+
+	call->result = call->fn(call->arg, call->arg2);
+}
+
 /*
  * Run fn in a subtransaction: an error becomes a WARNING naming the object
  * and TASK_FAILED; the rest of maintenance goes on.
@@ -429,40 +445,19 @@ typedef int64 (*ItemFn) (void *arg, void *arg2);
 static int64
 run_item(const char *task, Oid relid, ItemFn fn, void *arg, void *arg2)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	int64		result;
+	ItemCall	call = {fn, arg, arg2, 0};
+	ErrorData  *edata = se_try_in_subxact(call_item, &call, NULL, CurrentMemoryContext);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		result = fn(arg, arg2);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
-				 errmsg("stream_ext maintenance (%s) of \"%s\" failed: %s",
-						task, get_rel_name(relid) ? get_rel_name(relid) : "?",
-						edata->message),
-				 edata->detail ? errdetail("%s", edata->detail) : 0));
-		FreeErrorData(edata);
-		result = TASK_FAILED;
-	}
-	PG_END_TRY();
-	return result;
+	if (edata == NULL)
+		return call.result;
+	ereport(WARNING,
+			(errcode(edata->sqlerrcode),
+			 errmsg("stream_ext maintenance (%s) of \"%s\" failed: %s",
+					task, get_rel_name(relid) ? get_rel_name(relid) : "?",
+					edata->message),
+			 edata->detail ? errdetail("%s", edata->detail) : 0));
+	FreeErrorData(edata);
+	return TASK_FAILED;
 }
 
 /* one view task, as the view's owner (inside run_item's subtransaction) */
@@ -756,43 +751,30 @@ schedule_job_id(bool replace, bool notice)
  * still succeeds, with a WARNING.
  */
 static void
+schedule_job_in_subxact(void *arg)
+{
+	(void) schedule_job_id(false, true);
+}
+
+static void
 ensure_job(void)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *edata;
 
 	if (!pg_cron_present())
 	{
 		(void) schedule_job_id(false, true);	/* the NOTICE */
 		return;
 	}
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		(void) schedule_job_id(false, true);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
-				 errmsg("could not schedule the pg_cron job " MAINTENANCE_JOB ": %s",
-						edata->message),
-				 errhint("Fix the cause and call SELECT stream_ext.schedule_maintenance(), or call SELECT stream_ext.run_maintenance() from another scheduler.")));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	edata = se_try_in_subxact(schedule_job_in_subxact, NULL, NULL, CurrentMemoryContext);
+	if (edata == NULL)
+		return;
+	ereport(WARNING,
+			(errcode(edata->sqlerrcode),
+			 errmsg("could not schedule the pg_cron job " MAINTENANCE_JOB ": %s",
+					edata->message),
+			 errhint("Fix the cause and call SELECT stream_ext.schedule_maintenance(), or call SELECT stream_ext.run_maintenance() from another scheduler.")));
+	FreeErrorData(edata);
 }
 
 /* unschedule this database's job; returns whether there was one */
