@@ -2,14 +2,20 @@
  *
  * catalog.c
  *	  stream_ext's catalog: which tables are streams, which views are
- *	  continuous and what their maintenance statements are.
+ *	  continuous, what their maintenance statements, windows, sessions,
+ *	  lateness, watermarks and housekeeping are, which transforms there
+ *	  are, which objects are invalid.  Every statement on those tables is
+ *	  here, behind a function named for what it returns or records; the
+ *	  Kafka tables are kafka/common.c's.
  *
- *	  The catalog is two ordinary tables in schema stream_ext, readable by
+ *	  The catalog is ordinary tables in schema stream_ext, readable by
  *	  everyone and writable only by the extension's owner, so that users
  *	  cannot forge entries.  Writes made on behalf of a user (creating a
- *	  stream or a view) switch to the extension owner for the duration of
- *	  that one fixed statement and nothing else.  Objects are referenced by
- *	  regclass so that pg_dump writes them by name.
+ *	  stream or a view, a batch raising a watermark) switch to the
+ *	  extension owner for the duration of that one fixed statement and
+ *	  nothing else, inside catalog_exec(): callers never switch for it.
+ *	  Objects are referenced by regclass so that pg_dump writes them by
+ *	  name.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,9 +69,44 @@ stream_ext_installed(void)
 
 typedef void (*CatalogRowFn) (HeapTuple tup, TupleDesc desc, void *arg);
 
+/* the parameters $1, $2, ... of a catalog statement, added in order */
+#define CATALOG_MAX_ARGS 8
+
+typedef struct CatalogArgs
+{
+	int			n;
+	Oid			types[CATALOG_MAX_ARGS];
+	Datum		values[CATALOG_MAX_ARGS];
+	char		nulls[CATALOG_MAX_ARGS];
+} CatalogArgs;
+
+static void
+arg_datum(CatalogArgs *args, Oid type, Datum value, bool isnull)
+{
+	Assert(args->n < CATALOG_MAX_ARGS);
+	args->types[args->n] = type;
+	args->values[args->n] = isnull ? (Datum) 0 : value;
+	args->nulls[args->n] = isnull ? 'n' : ' ';
+	args->n++;
+}
+
+/* an oid; InvalidOid is NULL */
+static void
+arg_oid(CatalogArgs *args, Oid value)
+{
+	arg_datum(args, OIDOID, ObjectIdGetDatum(value), !OidIsValid(value));
+}
+
+/* a text; NULL is NULL */
+static void
+arg_text(CatalogArgs *args, const char *value)
+{
+	arg_datum(args, TEXTOID, value ? CStringGetTextDatum(value) : (Datum) 0,
+			  value == NULL);
+}
+
 static uint64
-catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
-			 const char *nulls, int flags, long limit,
+catalog_exec(const char *sql, CatalogArgs *args, int flags, long limit,
 			 CatalogRowFn row_fn, void *arg)
 {
 	MemoryContext caller = CurrentMemoryContext;
@@ -78,7 +119,10 @@ catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	SPI_connect();
 	if (flags & CATALOG_LATEST)
 		catalog_read_latest_begin();
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls,
+	rc = SPI_execute_with_args(sql, args ? args->n : 0,
+							   args ? args->types : NULL,
+							   args ? args->values : NULL,
+							   args ? args->nulls : NULL,
 							   (flags & CATALOG_WRITE) == 0, limit);
 	if (flags & CATALOG_LATEST)
 		catalog_read_latest_end();
@@ -99,25 +143,33 @@ catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	return n;
 }
 
-/* a catalog statement with one oid parameter; returns the row count */
-static uint64
-catalog_query_oid(const char *sql, Oid relid, int flags)
+/*
+ * A write as the extension's owner that must change exactly one row: what
+ * and objid name it in the error otherwise.
+ */
+static void
+catalog_write_one(const char *sql, CatalogArgs *args, const char *what, Oid objid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-
-	return catalog_exec(sql, 1, argtypes, values, NULL, flags, 0, NULL, NULL);
+	if (catalog_exec(sql, args, CATALOG_WRITE | CATALOG_AS_OWNER, 0, NULL, NULL) != 1)
+		elog(ERROR, "stream_ext: could not record %s %u", what, objid);
 }
 
-/* the same, handing each row to row_fn */
+/* a catalog statement with one oid parameter, each row to row_fn if any */
 static uint64
 catalog_rows_oid(const char *sql, Oid relid, int flags, long limit,
 				 CatalogRowFn row_fn, void *arg)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	CatalogArgs args = {0};
 
-	return catalog_exec(sql, 1, argtypes, values, NULL, flags, limit, row_fn, arg);
+	arg_oid(&args, relid);
+	return catalog_exec(sql, &args, flags, limit, row_fn, arg);
+}
+
+/* the same, without rows; returns the row count */
+static uint64
+catalog_query_oid(const char *sql, Oid relid, int flags)
+{
+	return catalog_rows_oid(sql, relid, flags, 0, NULL, NULL);
 }
 
 /* row_fn of a one-column text result: the first value, in *arg */
@@ -442,30 +494,27 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 					List *aux_tables, const char *definition,
 					const char *maintain_sql, List *distinct_sql)
 {
-	Oid			argtypes[7] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTARRAYOID, OIDARRAYOID};
-	Datum		values[7];
+	CatalogArgs args = {0};
 	Datum	   *auxs = palloc(sizeof(Datum) * (list_length(aux_tables) + 1));
 	int			naux = 0;
 	ListCell   *lc;
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = ObjectIdGetDatum(streamid);
-	values[2] = ObjectIdGetDatum(matrelid);
-	values[3] = CStringGetTextDatum(definition);
-	values[4] = CStringGetTextDatum(maintain_sql);
-	values[5] = text_list_to_array(distinct_sql);
 	foreach(lc, aux_tables)
 		auxs[naux++] = ObjectIdGetDatum(lfirst_oid(lc));
-	values[6] = PointerGetDatum(construct_array(auxs, naux, OIDOID, sizeof(Oid),
-												true, TYPALIGN_INT));
-
-	if (catalog_exec("INSERT INTO stream_ext.view_catalog"
-					 " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
-					 " VALUES ($1, $2, $3, $7::pg_catalog.regclass[], $4, $5, $6,"
-					 " pg_catalog.current_setting('TimeZone'))",
-					 7, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "could not record continuous view %u", viewid);
+	arg_oid(&args, viewid);
+	arg_oid(&args, streamid);
+	arg_oid(&args, matrelid);
+	arg_text(&args, definition);
+	arg_text(&args, maintain_sql);
+	arg_datum(&args, TEXTARRAYOID, text_list_to_array(distinct_sql), false);
+	arg_datum(&args, OIDARRAYOID,
+			  PointerGetDatum(construct_array(auxs, naux, OIDOID, sizeof(Oid),
+											  true, TYPALIGN_INT)), false);
+	catalog_write_one("INSERT INTO stream_ext.view_catalog"
+					  " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
+					  " VALUES ($1, $2, $3, $7::pg_catalog.regclass[], $4, $5, $6,"
+					  " pg_catalog.current_setting('TimeZone'))",
+					  &args, "continuous view", viewid);
 }
 
 /*
@@ -511,29 +560,25 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 				   const char *time_column, const char *window_column,
 				   const char *expire_sql)
 {
-	Oid			argtypes[8] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	const char *args[8] = {NULL, kind, size, slide, step, time_column, window_column, expire_sql};
-	Datum		values[8];
-	char		nulls[8];
+	CatalogArgs args = {0};
 
 	if (!catalog_has_windows())
 		catalog_report_needs_update("time windows");
-	values[0] = ObjectIdGetDatum(viewid);
-	nulls[0] = ' ';
-	for (int i = 1; i < 8; i++)
-	{
-		values[i] = args[i] ? CStringGetTextDatum(args[i]) : (Datum) 0;
-		nulls[i] = args[i] ? ' ' : 'n';
-	}
-	if (catalog_exec("UPDATE stream_ext.view_catalog SET window_kind = $2,"
-					 " window_size = $3::pg_catalog.interval,"
-					 " window_slide = $4::pg_catalog.interval,"
-					 " window_step = $5::pg_catalog.interval,"
-					 " time_column = $6, window_column = $7, expire_sql = $8"
-					 " WHERE view = $1",
-					 8, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "could not record the window of continuous view %u", viewid);
+	arg_oid(&args, viewid);
+	arg_text(&args, kind);
+	arg_text(&args, size);
+	arg_text(&args, slide);
+	arg_text(&args, step);
+	arg_text(&args, time_column);
+	arg_text(&args, window_column);
+	arg_text(&args, expire_sql);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET window_kind = $2,"
+					  " window_size = $3::pg_catalog.interval,"
+					  " window_slide = $4::pg_catalog.interval,"
+					  " window_step = $5::pg_catalog.interval,"
+					  " time_column = $6, window_column = $7, expire_sql = $8"
+					  " WHERE view = $1",
+					  &args, "the window of continuous view", viewid);
 }
 
 /*
@@ -811,20 +856,15 @@ void
 catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 					 const char *ttl_sql)
 {
-	Oid			argtypes[4] = {OIDOID, INTERVALOID, TEXTOID, TEXTOID};
-	Datum		values[4];
+	CatalogArgs args = {0};
 
-	char		nulls[4] = {' ', ttl ? ' ' : 'n', ttl_column ? ' ' : 'n', ttl_sql ? ' ' : 'n'};
-
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = ttl ? IntervalPGetDatum(ttl) : (Datum) 0;
-	values[2] = ttl_column ? CStringGetTextDatum(ttl_column) : (Datum) 0;
-	values[3] = ttl_sql ? CStringGetTextDatum(ttl_sql) : (Datum) 0;
-	if (catalog_exec("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
-					 " WHERE view = $1",
-					 4, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "could not record the TTL of continuous view %u", viewid);
+	arg_oid(&args, viewid);
+	arg_datum(&args, INTERVALOID, PointerGetDatum(ttl), ttl == NULL);
+	arg_text(&args, ttl_column);
+	arg_text(&args, ttl_sql);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
+					  " WHERE view = $1",
+					  &args, "the TTL of continuous view", viewid);
 }
 
 /* has continuous view viewid a TTL?  an allowed_lateness? */
@@ -886,16 +926,12 @@ catalog_update_view_option(Oid viewid, const char *option, Oid type, Datum value
 void
 catalog_set_stream_retention(Oid relid, Interval *retention)
 {
-	Oid			argtypes[2] = {OIDOID, INTERVALOID};
-	Datum		values[2];
-	char		nulls[2] = {' ', retention ? ' ' : 'n'};
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
-	if (catalog_exec("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
-					 2, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "could not record the retention of stream %u", relid);
+	arg_oid(&args, relid);
+	arg_datum(&args, INTERVALOID, PointerGetDatum(retention), retention == NULL);
+	catalog_write_one("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
+					  &args, "the retention of stream", relid);
 }
 
 /* ---- housekeeping: run_maintenance(), expire_sliding() ----------------- */
@@ -930,19 +966,16 @@ row_housekeeping_view(HeapTuple tup, TupleDesc desc, void *arg)
 List *
 catalog_housekeeping_views(Oid viewid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	char		nulls[1] = {OidIsValid(viewid) ? ' ' : 'n'};
 	List	   *result = NIL;
 
-	catalog_exec("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql,"
-				 " sv.view IS NOT NULL"
-				 " FROM stream_ext.view_catalog v"
-				 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
-				 " LEFT JOIN stream_ext.session_views sv ON sv.view OPERATOR(pg_catalog.=) v.view"
-				 " WHERE $1 IS NULL OR v.view OPERATOR(pg_catalog.=) $1"
-				 " ORDER BY 1",
-				 1, argtypes, values, nulls, 0, 0, row_housekeeping_view, &result);
+	catalog_rows_oid("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql,"
+					 " sv.view IS NOT NULL"
+					 " FROM stream_ext.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
+					 " LEFT JOIN stream_ext.session_views sv ON sv.view OPERATOR(pg_catalog.=) v.view"
+					 " WHERE $1 IS NULL OR v.view OPERATOR(pg_catalog.=) $1"
+					 " ORDER BY 1",
+					 viewid, 0, 0, row_housekeeping_view, &result);
 	return result;
 }
 
@@ -974,7 +1007,7 @@ catalog_streams_with_retention(void)
 				 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.stream"
 				 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
 				 " WHERE s.retention IS NOT NULL ORDER BY 1",
-				 0, NULL, NULL, NULL, 0, 0, row_retention_stream, &result);
+				 NULL, 0, 0, row_retention_stream, &result);
 	return result;
 }
 
@@ -984,15 +1017,12 @@ catalog_streams_with_retention(void)
 void
 catalog_set_view_notify(Oid viewid, const char *channel)
 {
-	Oid			argtypes[2] = {OIDOID, TEXTOID};
-	Datum		values[2];
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = CStringGetTextDatum(channel);
-	if (catalog_exec("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
-					 2, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "stream_ext: could not record notify channel");
+	arg_oid(&args, viewid);
+	arg_text(&args, channel);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
+					  &args, "the notify channel of continuous view", viewid);
 }
 
 /*
@@ -1016,10 +1046,11 @@ catalog_lock_transforms(void)
 char *
 catalog_transform_path(Oid from, Oid to)
 {
-	Oid			argtypes[2] = {OIDOID, OIDOID};
-	Datum		values[2] = {ObjectIdGetDatum(from), ObjectIdGetDatum(to)};
+	CatalogArgs args = {0};
 	char	   *path = NULL;
 
+	arg_oid(&args, from);
+	arg_oid(&args, to);
 	catalog_exec("WITH RECURSIVE walk(stream, seen, path) AS ("
 				 " SELECT $1::pg_catalog.regclass, ARRAY[$1::pg_catalog.oid],"
 				 "        $1::pg_catalog.regclass::pg_catalog.text"
@@ -1031,7 +1062,7 @@ catalog_transform_path(Oid from, Oid to)
 				 "  WHERE t.output_stream IS NOT NULL"
 				 "    AND t.output_stream::pg_catalog.oid <> ALL (w.seen))"
 				 " SELECT path FROM walk WHERE stream = $2::pg_catalog.regclass LIMIT 1",
-				 2, argtypes, values, NULL, 0, 1, row_first_text, &path);
+				 &args, 0, 1, row_first_text, &path);
 	return path;
 }
 
@@ -1042,29 +1073,22 @@ catalog_insert_transform(Oid transform, Oid stream, Oid output_stream,
 						 const char *columns, const char *select_sql,
 						 const char *notify)
 {
-	Oid			argtypes[8] = {OIDOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[8];
-	char		nulls[8] = "        ";
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(transform);
-	values[1] = ObjectIdGetDatum(stream);
-	values[2] = ObjectIdGetDatum(output_stream);
-	nulls[2] = OidIsValid(output_stream) ? ' ' : 'n';
-	values[3] = ObjectIdGetDatum(output_table);
-	nulls[3] = OidIsValid(output_table) ? ' ' : 'n';
-	values[4] = CStringGetTextDatum(definition);
-	values[5] = CStringGetTextDatum(columns);
-	values[6] = CStringGetTextDatum(select_sql);
-	values[7] = notify ? CStringGetTextDatum(notify) : (Datum) 0;
-	nulls[7] = notify ? ' ' : 'n';
-	if (catalog_exec("INSERT INTO stream_ext.transform_catalog"
-					 " (transform, stream, output_stream, output_table, definition,"
-					 "  columns, select_sql, notify, timezone)"
-					 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-					 " pg_catalog.current_setting('TimeZone'))",
-					 8, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "stream_ext: could not record continuous transform");
+	arg_oid(&args, transform);
+	arg_oid(&args, stream);
+	arg_oid(&args, output_stream);
+	arg_oid(&args, output_table);
+	arg_text(&args, definition);
+	arg_text(&args, columns);
+	arg_text(&args, select_sql);
+	arg_text(&args, notify);
+	catalog_write_one("INSERT INTO stream_ext.transform_catalog"
+					  " (transform, stream, output_stream, output_table, definition,"
+					  "  columns, select_sql, notify, timezone)"
+					  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+					  " pg_catalog.current_setting('TimeZone'))",
+					  &args, "continuous transform", transform);
 }
 
 static void
@@ -1112,18 +1136,15 @@ void
 catalog_insert_session_view(Oid viewid, const char *time_column,
 							const char *session_gap, const char *compact_sql)
 {
-	Oid			argtypes[4] = {OIDOID, NAMEOID, TEXTOID, TEXTOID};
-	Datum		values[4];
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = DirectFunctionCall1(namein, CStringGetDatum(time_column));
-	values[2] = CStringGetTextDatum(session_gap);
-	values[3] = CStringGetTextDatum(compact_sql);
-	if (catalog_exec("INSERT INTO stream_ext.session_views (view, time_column, session_gap, compact_sql)"
-					 " VALUES ($1::pg_catalog.regclass, $2, $3::pg_catalog.interval, $4)",
-					 4, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "stream_ext: recording session view failed");
+	arg_oid(&args, viewid);
+	arg_datum(&args, NAMEOID, DirectFunctionCall1(namein, CStringGetDatum(time_column)), false);
+	arg_text(&args, session_gap);
+	arg_text(&args, compact_sql);
+	catalog_write_one("INSERT INTO stream_ext.session_views (view, time_column, session_gap, compact_sql)"
+					  " VALUES ($1::pg_catalog.regclass, $2, $3::pg_catalog.interval, $4)",
+					  &args, "the session window of continuous view", viewid);
 }
 
 /* the compaction statement of a session-window view, or NULL if it is none */
@@ -1145,25 +1166,19 @@ catalog_insert_lateness_view(Oid viewid, const char *allowed_lateness,
 							 const char *late_sql, const char *max_sql,
 							 const char *emit_sql, Oid output_stream)
 {
-	Oid			argtypes[6] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDOID};
-	Datum		values[6];
-	char		nulls[6] = "      ";
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = CStringGetTextDatum(allowed_lateness);
-	values[2] = CStringGetTextDatum(late_sql);
-	values[3] = CStringGetTextDatum(max_sql);
-	values[4] = emit_sql ? CStringGetTextDatum(emit_sql) : (Datum) 0;
-	nulls[4] = emit_sql ? ' ' : 'n';
-	values[5] = ObjectIdGetDatum(output_stream);
-	nulls[5] = OidIsValid(output_stream) ? ' ' : 'n';
-	if (catalog_exec("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
-					 " emit_sql, output_stream)"
-					 " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
-					 " $6::pg_catalog.regclass)",
-					 6, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-					 NULL, NULL) != 1)
-		elog(ERROR, "stream_ext: recording allowed_lateness failed");
+	arg_oid(&args, viewid);
+	arg_text(&args, allowed_lateness);
+	arg_text(&args, late_sql);
+	arg_text(&args, max_sql);
+	arg_text(&args, emit_sql);
+	arg_oid(&args, output_stream);
+	catalog_write_one("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
+					  " emit_sql, output_stream)"
+					  " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
+					  " $6::pg_catalog.regclass)",
+					  &args, "the allowed_lateness of continuous view", viewid);
 }
 
 static void
@@ -1206,16 +1221,15 @@ catalog_lookup_lateness(Oid viewid, LatenessCatalogEntry *entry,
 void
 catalog_raise_max_event_time(Oid viewid, Datum ts, bool isnull)
 {
-	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
-	Datum		values[2] = {ObjectIdGetDatum(viewid), ts};
-	char		nulls[2] = {' ', isnull ? 'n' : ' '};
+	CatalogArgs args = {0};
 
-	catalog_exec("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
-				 " VALUES ($1::pg_catalog.regclass, $2)"
-				 " ON CONFLICT (view) DO UPDATE SET max_event_time ="
-				 " GREATEST(w.max_event_time, excluded.max_event_time)",
-				 2, argtypes, values, nulls, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-				 NULL, NULL);
+	arg_oid(&args, viewid);
+	arg_datum(&args, TIMESTAMPTZOID, ts, isnull);
+	catalog_write_one("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
+					  " VALUES ($1::pg_catalog.regclass, $2)"
+					  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
+					  " GREATEST(w.max_event_time, excluded.max_event_time)",
+					  &args, "the watermark of continuous view", viewid);
 }
 
 static void
@@ -1287,16 +1301,14 @@ catalog_lookup_view_definition(Oid viewid, ViewDefinitionEntry *entry)
 void
 catalog_insert_invalid_object(Oid relid, const char *kind, const char *reason)
 {
-	Oid			argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
-	Datum		values[3];
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = CStringGetTextDatum(kind);
-	values[2] = CStringGetTextDatum(reason);
+	arg_oid(&args, relid);
+	arg_text(&args, kind);
+	arg_text(&args, reason);
 	catalog_exec("INSERT INTO stream_ext.invalid_objects (object, kind, reason)"
 				 " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-				 3, argtypes, values, NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0,
-				 NULL, NULL);
+				 &args, CATALOG_WRITE | CATALOG_AS_OWNER, 0, NULL, NULL);
 }
 
 /* ---- what a stream's views and transforms are made of (ddl/restore.c) -- */

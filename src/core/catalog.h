@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.h
- *	  Access to stream_ext's own catalog tables (stream_ext.stream_catalog,
- *	  stream_ext.view_catalog).
+ *	  Access to stream_ext's own catalog tables (stream_catalog,
+ *	  view_catalog, transform_catalog, session_views, lateness_views,
+ *	  watermarks, invalid_objects; not the Kafka tables).
  *
  *-------------------------------------------------------------------------
  */
