@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parser.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -698,6 +699,22 @@ catalog_view_definition(Oid viewid, Oid *streamid)
 	return result;
 }
 
+
+/*
+ * The same, for an SQL function given viewid: an error (42809) if it is not
+ * a continuous view and, with must_own, if the current user does not own
+ * it.  Strings in the current memory context.
+ */
+void
+catalog_get_view(Oid viewid, ViewCatalogEntry *entry, bool must_own)
+{
+	if (!lookup_view(false, viewid, entry, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
+	if (must_own && !pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
+}
 
 /*
  * Read stream_ext's catalog as it is committed now, not as the running

@@ -64,6 +64,7 @@ extern bool catalog_view_has_ttl(Oid viewid);
 extern bool catalog_view_has_lateness(Oid viewid);
 extern void catalog_update_view_option(Oid viewid, const char *option, Oid type,
 									   Datum value);
+extern void catalog_get_view(Oid viewid, ViewCatalogEntry *entry, bool must_own);
 /* TTL and retention (housekeeping/retention.c) */
 extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 								 const char *ttl_sql);

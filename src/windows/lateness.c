@@ -647,12 +647,7 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 	TimestampTz result;
 	bool		isnull;
 
-	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
-	if (!pg_class_ownercheck(viewid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
+	catalog_get_view(viewid, &entry, true);
 	info = lateness_lookup(viewid, CurrentMemoryContext);
 	if (info == NULL)
 		ereport(ERROR,

@@ -374,12 +374,7 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	bool		isnull;
 	char	   *mq;
 
-	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
-	if (!pg_class_ownercheck(viewid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
+	catalog_get_view(viewid, &entry, true);
 	compact_sql = catalog_session_compact_sql(viewid);
 	if (compact_sql == NULL)
 		ereport(ERROR,
