@@ -1382,3 +1382,61 @@ catalog_stream_objects(Oid streamid)
 					 streamid, CATALOG_WRITE, 0, row_stream_object, &result);
 	return result;
 }
+
+/*
+ * Read stream_ext.invalid_objects (maintain/privileges.c's set of invalid
+ * views and transforms): reader->locked() once its lock is taken, then
+ * reader->row() for each row (kind and reason "" when NULL).  Never waits
+ * for the lock: this runs in the planner hook, after the query's own
+ * relations are locked, and DROP EXTENSION locks this table before others
+ * -- waiting here could deadlock with it.  Only a role that may drop,
+ * truncate or lock the table holds a conflicting lock.  Returns
+ * CATALOG_SCAN_NO_TABLE (not installed, or older than 0.3) or
+ * CATALOG_SCAN_BUSY (locked by another: nothing read) or CATALOG_SCAN_DONE.
+ */
+CatalogScanResult
+catalog_scan_invalid_objects(const InvalidObjectsReader *reader)
+{
+	Oid			relid = catalog_invalid_objects_relid();
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(relid))
+		return CATALOG_SCAN_NO_TABLE;
+	if (!ConditionalLockRelationOid(relid, AccessShareLock))
+		return CATALOG_SCAN_BUSY;
+	rel = table_open(relid, NoLock);
+	reader->locked(reader->arg);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		obj = heap_getattr(tup, 1, RelationGetDescr(rel), &isnull);
+		Datum		kind;
+		Datum		reason;
+		bool		kind_null;
+		bool		reason_null;
+
+		if (isnull)
+			continue;
+		kind = heap_getattr(tup, 2, RelationGetDescr(rel), &kind_null);
+		reason = heap_getattr(tup, 3, RelationGetDescr(rel), &reason_null);
+		reader->row(DatumGetObjectId(obj),
+					kind_null ? "" : TextDatumGetCString(kind),
+					reason_null ? "" : TextDatumGetCString(reason),
+					reader->arg);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return CATALOG_SCAN_DONE;
+}
+
+/* stream_ext.invalid_objects, or InvalidOid (not installed, or older) */
+Oid
+catalog_invalid_objects_relid(void)
+{
+	Oid			nspid = get_namespace_oid("stream_ext", true);
+
+	return OidIsValid(nspid) ? get_relname_relid("invalid_objects", nspid) : InvalidOid;
+}

@@ -164,6 +164,23 @@ extern bool catalog_lookup_view_definition(Oid viewid, ViewDefinitionEntry *entr
 /* invalid views and transforms (maintain/privileges.c) */
 extern void catalog_insert_invalid_object(Oid relid, const char *kind,
 										  const char *reason);
+extern Oid	catalog_invalid_objects_relid(void);
+
+typedef enum CatalogScanResult
+{
+	CATALOG_SCAN_NO_TABLE,
+	CATALOG_SCAN_BUSY,
+	CATALOG_SCAN_DONE
+} CatalogScanResult;
+
+typedef struct InvalidObjectsReader
+{
+	void		(*locked) (void *arg);
+	void		(*row) (Oid object, const char *kind, const char *reason, void *arg);
+	void	   *arg;
+} InvalidObjectsReader;
+
+extern CatalogScanResult catalog_scan_invalid_objects(const InvalidObjectsReader *reader);
 
 /* a continuous view or transform of a stream (ddl/restore.c) */
 typedef struct StreamObject
