@@ -604,103 +604,6 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 }
 
 /*
- * Forget continuous view viewid: its row in view_catalog (and with it, by
- * their foreign keys, its sessions, lateness, watermark and late rows) and
- * in invalid_objects.  For CREATE OR REPLACE (ddl/replace_view.c), which
- * keeps the view itself.
- */
-void
-catalog_forget_view(Oid viewid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	SeRunAs		runas;
-
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	if (SPI_execute_with_args("DELETE FROM stream_ext.view_catalog WHERE view = $1",
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE ||
-		(has_catalog_table("invalid_objects") &&
-		 SPI_execute_with_args("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
-							   1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE))
-		elog(ERROR, "could not remove continuous view %u from stream_ext's catalog", viewid);
-	SPI_finish();
-	se_restore(&runas);
-}
-
-/*
- * The tables stream_ext keeps for continuous view or transform relid: the
- * materialization and side tables of a view, the output table of a
- * transform.
- */
-List *
-catalog_view_parts(Oid relid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	MemoryContext cxt = CurrentMemoryContext;
-	List	   *result = NIL;
-	StringInfoData sql;
-
-	initStringInfo(&sql);
-	appendStringInfoString(&sql,
-						   "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
-						   " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
-						   "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1");
-	if (has_transform_catalog())
-		appendStringInfoString(&sql,
-							   " UNION ALL SELECT output_table::pg_catalog.oid FROM stream_ext.transform_catalog"
-							   " WHERE transform = $1 AND output_table IS NOT NULL");
-	SPI_connect();
-	if (SPI_execute_with_args(sql.data, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			part = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														  SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		result = lappend_oid(result, part);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
-	return result;
-}
-
-/*
- * The recorded definition (a SELECT) of continuous view viewid, in the
- * caller's memory context, and its stream in *streamid; NULL if viewid is
- * none.
- */
-char *
-catalog_view_definition(Oid viewid, Oid *streamid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	MemoryContext cxt = CurrentMemoryContext;
-	char	   *result = NULL;
-
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT definition, stream::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed");
-	if (SPI_processed > 0)
-	{
-		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		bool		isnull;
-
-		*streamid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 2, &isnull));
-		if (v != NULL)
-			result = MemoryContextStrdup(cxt, v);
-	}
-	SPI_finish();
-	return result;
-}
-
-
-/*
  * The same, for an SQL function given viewid: an error (42809) if it is not
  * a continuous view and, with must_own, if the current user does not own
  * it.  Strings in the current memory context.
@@ -715,6 +618,74 @@ catalog_get_view(Oid viewid, ViewCatalogEntry *entry, bool must_own)
 	if (must_own && !pg_class_ownercheck(viewid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
 }
+
+/*
+ * Forget continuous view viewid: its row in view_catalog (and with it, by
+ * their foreign keys, its sessions, lateness, watermark and late rows) and
+ * in invalid_objects.  For CREATE OR REPLACE (ddl/replace_view.c), which
+ * keeps the view itself.
+ */
+void
+catalog_forget_view(Oid viewid)
+{
+	catalog_query_oid("DELETE FROM stream_ext.view_catalog WHERE view = $1",
+					  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
+	if (has_catalog_table("invalid_objects"))
+		catalog_query_oid("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
+						  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
+}
+
+/*
+ * The tables stream_ext keeps for continuous view or transform relid: the
+ * materialization and side tables of a view, the output table of a
+ * transform.
+ */
+List *
+catalog_view_parts(Oid relid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid(has_transform_catalog() ?
+					 "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
+					 " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
+					 "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1"
+					 " UNION ALL SELECT output_table::pg_catalog.oid FROM stream_ext.transform_catalog"
+					 " WHERE transform = $1 AND output_table IS NOT NULL" :
+					 "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
+					 " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
+					 "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1",
+					 relid, 0, 0, row_append_oid, &result);
+	return result;
+}
+
+/*
+ * The recorded definition (a SELECT) of continuous view viewid, in the
+ * caller's memory context, and its stream in *streamid; NULL if viewid is
+ * none.
+ */
+static void
+row_definition(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	ViewDefinitionEntry *entry = arg;
+	bool		isnull;
+
+	entry->definition = SPI_getvalue(tup, desc, 1);
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+}
+
+char *
+catalog_view_definition(Oid viewid, Oid *streamid)
+{
+	ViewDefinitionEntry entry = {0};
+
+	if (catalog_rows_oid("SELECT definition, stream::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1",
+						 viewid, 0, 1, row_definition, &entry) == 0)
+		return NULL;
+	*streamid = entry.streamid;
+	return entry.definition;
+}
+
+
 
 /*
  * Read stream_ext's catalog as it is committed now, not as the running
@@ -835,36 +806,24 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 uint64
 catalog_remove_orphans(void)
 {
-	SeRunAs		runas;
-	int			rc;
+	const int	flags = CATALOG_WRITE | CATALOG_AS_OWNER;
 	uint64		views;
 
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute("DELETE FROM stream_ext.view_catalog v WHERE NOT EXISTS"
-					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
-					 false, 0);
-	views = SPI_processed;
-	if (rc == SPI_OK_DELETE && has_transform_catalog())
-	{
-		rc = SPI_execute("DELETE FROM stream_ext.transform_catalog t WHERE NOT EXISTS"
-						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.transform)",
-						 false, 0);
-		views += SPI_processed;
-	}
+	views = catalog_exec("DELETE FROM stream_ext.view_catalog v WHERE NOT EXISTS"
+						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
+						 NULL, flags, 0, NULL, NULL);
+	if (has_transform_catalog())
+		views += catalog_exec("DELETE FROM stream_ext.transform_catalog t WHERE NOT EXISTS"
+							  " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.transform)",
+							  NULL, flags, 0, NULL, NULL);
 	/* 0.3: views and transforms no longer maintained (privileges.c) */
-	if (rc == SPI_OK_DELETE && has_catalog_table("invalid_objects"))
-		rc = SPI_execute("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
-						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = i.object)",
-						 false, 0);
-	if (rc == SPI_OK_DELETE)
-		rc = SPI_execute("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
-						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
-						 false, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "stream_ext catalog cleanup failed: %s", SPI_result_code_string(rc));
-	SPI_finish();
-	se_restore(&runas);
+	if (has_catalog_table("invalid_objects"))
+		catalog_exec("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
+					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = i.object)",
+					 NULL, flags, 0, NULL, NULL);
+	catalog_exec("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
+				 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
+				 NULL, flags, 0, NULL, NULL);
 	return views;
 }
 
