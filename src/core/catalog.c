@@ -847,16 +847,7 @@ catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 static bool
 view_has(Oid viewid, const char *sql)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	bool		result;
-
-	SPI_connect();
-	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed");
-	result = SPI_processed > 0;
-	SPI_finish();
-	return result;
+	return catalog_rows_oid(sql, viewid, 0, 1, NULL, NULL) > 0;
 }
 
 bool
@@ -880,22 +871,15 @@ catalog_view_has_lateness(Oid viewid)
 void
 catalog_update_view_option(Oid viewid, const char *option, Oid type, Datum value)
 {
-	Oid			argtypes[2] = {OIDOID, type};
-	Datum		values[2] = {ObjectIdGetDatum(viewid), value};
-	char		nulls[2] = {' ', value == (Datum) 0 ? 'n' : ' '};
+	CatalogArgs args = {0};
 	const char *table = strcmp(option, "allowed_lateness") == 0 ?
 		"lateness_views" : "view_catalog";
-	SeRunAs		runas;
 
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	if (SPI_execute_with_args(psprintf("UPDATE stream_ext.%s SET %s = $2 WHERE view = $1",
-									   table, quote_identifier(option)),
-							  2, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not record option %s of continuous view %u", option, viewid);
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, viewid);
+	arg_datum(&args, type, value, value == (Datum) 0);
+	catalog_write_one(psprintf("UPDATE stream_ext.%s SET %s = $2 WHERE view = $1",
+							   table, quote_identifier(option)),
+					  &args, psprintf("option %s of continuous view", option), viewid);
 }
 
 /* stream_ext.set_retention(): NULL keeps raw rows */
