@@ -591,10 +591,7 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 
 	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		PG_RETURN_NULL();
-	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
+	catalog_get_view(viewid, &entry, false);
 
 	initStringInfo(&sql);
 	if (OidIsValid(entry.deltaid))
