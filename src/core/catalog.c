@@ -1348,6 +1348,23 @@ catalog_insert_invalid_object(Oid relid, const char *kind, const char *reason)
 				 &args, CATALOG_WRITE | CATALOG_AS_OWNER, 0, NULL, NULL);
 }
 
+/*
+ * The triggers running function funcid (stream_ext.maintain_views()) on
+ * streams that have no continuous view left (ddl/create_view.c drops them).
+ * Not read-only: sees the catalog rows this command removed.
+ */
+List *
+catalog_triggers_without_views(Oid funcid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT t.oid FROM pg_catalog.pg_trigger t"
+					 " WHERE t.tgfoid = $1 AND NOT EXISTS"
+					 " (SELECT 1 FROM stream_ext.view_catalog v WHERE v.stream = t.tgrelid)",
+					 funcid, CATALOG_WRITE, 0, row_append_oid, &result);
+	return result;
+}
+
 /* ---- what a stream's views and transforms are made of (ddl/restore.c) -- */
 
 static void

@@ -204,5 +204,6 @@ typedef struct StreamObject
 } StreamObject;
 
 extern List *catalog_stream_objects(Oid streamid);
+extern List *catalog_triggers_without_views(Oid funcid);
 
 #endif							/* STREAM_EXT_CATALOG_H */
