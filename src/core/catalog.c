@@ -2,14 +2,20 @@
  *
  * catalog.c
  *	  stream_ext's catalog: which tables are streams, which views are
- *	  continuous and what their maintenance statements are.
+ *	  continuous, what their maintenance statements, windows, sessions,
+ *	  lateness, watermarks and housekeeping are, which transforms there
+ *	  are, which objects are invalid.  Every statement on those tables is
+ *	  here, behind a function named for what it returns or records; the
+ *	  Kafka tables are kafka/common.c's.
  *
- *	  The catalog is two ordinary tables in schema stream_ext, readable by
+ *	  The catalog is ordinary tables in schema stream_ext, readable by
  *	  everyone and writable only by the extension's owner, so that users
  *	  cannot forge entries.  Writes made on behalf of a user (creating a
- *	  stream or a view) switch to the extension owner for the duration of
- *	  that one fixed statement and nothing else.  Objects are referenced by
- *	  regclass so that pg_dump writes them by name.
+ *	  stream or a view, a batch raising a watermark) switch to the
+ *	  extension owner for the duration of that one fixed statement and
+ *	  nothing else, inside catalog_exec(): callers never switch for it.
+ *	  Objects are referenced by regclass so that pg_dump writes them by
+ *	  name.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,11 +33,14 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parser.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "storage/lmgr.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
@@ -47,29 +56,149 @@ stream_ext_installed(void)
 									 get_namespace_oid("stream_ext", true)));
 }
 
-/* run a catalog query with one oid parameter; returns the row count */
-static uint64
-catalog_query_oid(const char *sql, Oid relid, bool write)
+/*
+ * Every statement on stream_ext's catalog tables runs through catalog_exec():
+ * in an SPI connection of its own (nested in the caller's, if any), and,
+ * with CATALOG_AS_OWNER, as the extension's owner for that one fixed
+ * statement.  Each row returned is handed to row_fn in the caller's memory
+ * context, so that what it keeps outlives the connection.  Returns the
+ * number of rows processed.
+ */
+#define CATALOG_WRITE		0x01	/* not read-only (sees this command's writes) */
+#define CATALOG_AS_OWNER	0x02	/* se_run_as_catalog_owner() */
+#define CATALOG_LATEST		0x04	/* catalog_read_latest_begin() */
+
+typedef void (*CatalogRowFn) (HeapTuple tup, TupleDesc desc, void *arg);
+
+/* the parameters $1, $2, ... of a catalog statement, added in order */
+#define CATALOG_MAX_ARGS 8
+
+typedef struct CatalogArgs
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	int			n;
+	Oid			types[CATALOG_MAX_ARGS];
+	Datum		values[CATALOG_MAX_ARGS];
+	char		nulls[CATALOG_MAX_ARGS];
+} CatalogArgs;
+
+static void
+arg_datum(CatalogArgs *args, Oid type, Datum value, bool isnull)
+{
+	Assert(args->n < CATALOG_MAX_ARGS);
+	args->types[args->n] = type;
+	args->values[args->n] = isnull ? (Datum) 0 : value;
+	args->nulls[args->n] = isnull ? 'n' : ' ';
+	args->n++;
+}
+
+/* an oid; InvalidOid is NULL */
+static void
+arg_oid(CatalogArgs *args, Oid value)
+{
+	arg_datum(args, OIDOID, ObjectIdGetDatum(value), !OidIsValid(value));
+}
+
+/* a text; NULL is NULL */
+static void
+arg_text(CatalogArgs *args, const char *value)
+{
+	arg_datum(args, TEXTOID, value ? CStringGetTextDatum(value) : (Datum) 0,
+			  value == NULL);
+}
+
+static uint64
+catalog_exec(const char *sql, CatalogArgs *args, int flags, long limit,
+			 CatalogRowFn row_fn, void *arg)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	SeRunAs		runas;
 	uint64		n;
 	int			rc;
 
+	if (flags & CATALOG_AS_OWNER)
+		se_run_as_catalog_owner(&runas);
 	SPI_connect();
-	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, !write, 0);
+	if (flags & CATALOG_LATEST)
+		catalog_read_latest_begin();
+	rc = SPI_execute_with_args(sql, args ? args->n : 0,
+							   args ? args->types : NULL,
+							   args ? args->values : NULL,
+							   args ? args->nulls : NULL,
+							   (flags & CATALOG_WRITE) == 0, limit);
+	if (flags & CATALOG_LATEST)
+		catalog_read_latest_end();
 	if (rc < 0)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
+		elog(ERROR, "stream_ext catalog statement failed: %s", SPI_result_code_string(rc));
 	n = SPI_processed;
+	if (row_fn != NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		for (uint64 i = 0; i < n; i++)
+			row_fn(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, arg);
+		MemoryContextSwitchTo(old);
+	}
 	SPI_finish();
+	if (flags & CATALOG_AS_OWNER)
+		se_restore(&runas);
 	return n;
+}
+
+/*
+ * A write as the extension's owner that must change exactly one row: what
+ * and objid name it in the error otherwise.
+ */
+static void
+catalog_write_one(const char *sql, CatalogArgs *args, const char *what, Oid objid)
+{
+	if (catalog_exec(sql, args, CATALOG_WRITE | CATALOG_AS_OWNER, 0, NULL, NULL) != 1)
+		elog(ERROR, "stream_ext: could not record %s %u", what, objid);
+}
+
+/* a catalog statement with one oid parameter, each row to row_fn if any */
+static uint64
+catalog_rows_oid(const char *sql, Oid relid, int flags, long limit,
+				 CatalogRowFn row_fn, void *arg)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, relid);
+	return catalog_exec(sql, &args, flags, limit, row_fn, arg);
+}
+
+/* the same, without rows; returns the row count */
+static uint64
+catalog_query_oid(const char *sql, Oid relid, int flags)
+{
+	return catalog_rows_oid(sql, relid, flags, 0, NULL, NULL);
+}
+
+/* row_fn of a one-column text result: the first value, in *arg */
+static void
+row_first_text(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	char	  **result = arg;
+
+	if (*result == NULL)
+		*result = SPI_getvalue(tup, desc, 1);
+}
+
+/* row_fn of a one-column oid result: appended to the List * in *arg */
+static void
+row_append_oid(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	bool		isnull;
+
+	*result = lappend_oid(*result,
+						  DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull)));
 }
 
 bool
 catalog_is_stream(Oid relid)
 {
 	return catalog_query_oid("SELECT 1 FROM stream_ext.stream_catalog WHERE stream = $1",
-							 relid, false) > 0;
+							 relid, 0) > 0;
 }
 
 /*
@@ -113,7 +242,7 @@ catalog_is_matrel(Oid relid)
 									  has_transform_catalog() ?
 									  " UNION ALL SELECT 1 FROM stream_ext.transform_catalog"
 									  " WHERE output_table = $1 OR transform = $1" : ""),
-							 relid, false) > 0;
+							 relid, 0) > 0;
 }
 
 /* the view relation of a continuous transform? */
@@ -122,7 +251,7 @@ catalog_is_transform(Oid relid)
 {
 	return has_transform_catalog() &&
 		catalog_query_oid("SELECT 1 FROM stream_ext.transform_catalog WHERE transform = $1",
-						  relid, false) > 0;
+						  relid, 0) > 0;
 }
 
 /* read by continuous views or transforms, or written by transforms? */
@@ -134,7 +263,7 @@ catalog_stream_has_views(Oid relid)
 							 " UNION ALL SELECT 1 FROM stream_ext.transform_catalog"
 							 " WHERE stream = $1 OR output_stream = $1" :
 							 "SELECT 1 FROM stream_ext.view_catalog WHERE stream = $1",
-							 relid, false) > 0;
+							 relid, 0) > 0;
 }
 
 /* ---- which columns of a stream continuous views and transforms use ---- */
@@ -299,28 +428,14 @@ catalog_column_user(Oid relid, const char *attname)
 char *
 catalog_view_in_schema(Oid nspid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(nspid)};
-	MemoryContext cxt = CurrentMemoryContext;
 	char	   *result = NULL;
-	int			rc;
 
-	SPI_connect();
-	rc = SPI_execute_with_args("SELECT v.view::pg_catalog.text FROM stream_ext.view_catalog v"
-							   " WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
-							   "  WHERE c.relnamespace = $1"
-							   "    AND (c.oid = v.matrel OR c.oid = ANY (v.aux_tables)))"
-							   " ORDER BY 1 LIMIT 1",
-							   1, argtypes, values, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
-	{
-		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-		result = MemoryContextStrdup(cxt, v);
-	}
-	SPI_finish();
+	catalog_rows_oid("SELECT v.view::pg_catalog.text FROM stream_ext.view_catalog v"
+					 " WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+					 "  WHERE c.relnamespace = $1"
+					 "    AND (c.oid = v.matrel OR c.oid = ANY (v.aux_tables)))"
+					 " ORDER BY 1 LIMIT 1",
+					 nspid, 0, 0, row_first_text, &result);
 	return result;
 }
 
@@ -328,38 +443,20 @@ catalog_view_in_schema(Oid nspid)
 List *
 catalog_view_owners(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	MemoryContext cxt = CurrentMemoryContext;
 	List	   *result = NIL;
-	int			rc;
 
-	SPI_connect();
 	/* continuous transforms read every row of their stream too */
-	rc = SPI_execute_with_args(has_transform_catalog() ?
-							   "SELECT c.relowner FROM stream_ext.view_catalog v"
-							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.stream = $1"
-							   " UNION SELECT c.relowner FROM stream_ext.transform_catalog t"
-							   " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
-							   " WHERE t.stream = $1" :
-							   "SELECT DISTINCT c.relowner FROM stream_ext.view_catalog v"
-							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.stream = $1",
-							   1, argtypes, values, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		result = lappend_oid(result, owner);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
+	catalog_rows_oid(has_transform_catalog() ?
+					 "SELECT c.relowner FROM stream_ext.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+					 " WHERE v.stream = $1"
+					 " UNION SELECT c.relowner FROM stream_ext.transform_catalog t"
+					 " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
+					 " WHERE t.stream = $1" :
+					 "SELECT DISTINCT c.relowner FROM stream_ext.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+					 " WHERE v.stream = $1",
+					 relid, 0, 0, row_append_oid, &result);
 	return result;
 }
 
@@ -371,15 +468,11 @@ catalog_view_owners(Oid relid)
 void
 catalog_insert_stream(Oid relid, bool retain)
 {
-	SeRunAs		runas;
-
-	se_run_as_catalog_owner(&runas);
 	catalog_query_oid(retain ?
 					  "INSERT INTO stream_ext.stream_catalog (stream) VALUES ($1)" :
 					  "INSERT INTO stream_ext.stream_catalog (stream, retain, retention)"
 					  " VALUES ($1, false, NULL)",
-					  relid, true);
-	se_restore(&runas);
+					  relid, CATALOG_WRITE | CATALOG_AS_OWNER);
 }
 
 static Datum
@@ -401,36 +494,27 @@ catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,
 					List *aux_tables, const char *definition,
 					const char *maintain_sql, List *distinct_sql)
 {
-	Oid			argtypes[7] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTARRAYOID, OIDARRAYOID};
-	Datum		values[7];
+	CatalogArgs args = {0};
 	Datum	   *auxs = palloc(sizeof(Datum) * (list_length(aux_tables) + 1));
 	int			naux = 0;
 	ListCell   *lc;
-	SeRunAs		runas;
-	int			rc;
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = ObjectIdGetDatum(streamid);
-	values[2] = ObjectIdGetDatum(matrelid);
-	values[3] = CStringGetTextDatum(definition);
-	values[4] = CStringGetTextDatum(maintain_sql);
-	values[5] = text_list_to_array(distinct_sql);
 	foreach(lc, aux_tables)
 		auxs[naux++] = ObjectIdGetDatum(lfirst_oid(lc));
-	values[6] = PointerGetDatum(construct_array(auxs, naux, OIDOID, sizeof(Oid),
-												true, TYPALIGN_INT));
-
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("INSERT INTO stream_ext.view_catalog"
-							   " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
-							   " VALUES ($1, $2, $3, $7::pg_catalog.regclass[], $4, $5, $6,"
-							   " pg_catalog.current_setting('TimeZone'))",
-							   7, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "could not record continuous view: %s", SPI_result_code_string(rc));
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, viewid);
+	arg_oid(&args, streamid);
+	arg_oid(&args, matrelid);
+	arg_text(&args, definition);
+	arg_text(&args, maintain_sql);
+	arg_datum(&args, TEXTARRAYOID, text_list_to_array(distinct_sql), false);
+	arg_datum(&args, OIDARRAYOID,
+			  PointerGetDatum(construct_array(auxs, naux, OIDOID, sizeof(Oid),
+											  true, TYPALIGN_INT)), false);
+	catalog_write_one("INSERT INTO stream_ext.view_catalog"
+					  " (view, stream, matrel, aux_tables, definition, maintain_sql, distinct_sql, timezone)"
+					  " VALUES ($1, $2, $3, $7::pg_catalog.regclass[], $4, $5, $6,"
+					  " pg_catalog.current_setting('TimeZone'))",
+					  &args, "continuous view", viewid);
 }
 
 /*
@@ -476,35 +560,25 @@ catalog_set_window(Oid viewid, const char *kind, const char *size,
 				   const char *time_column, const char *window_column,
 				   const char *expire_sql)
 {
-	Oid			argtypes[8] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	const char *args[8] = {NULL, kind, size, slide, step, time_column, window_column, expire_sql};
-	Datum		values[8];
-	char		nulls[8];
-	SeRunAs		runas;
-	int			rc;
+	CatalogArgs args = {0};
 
 	if (!catalog_has_windows())
 		catalog_report_needs_update("time windows");
-	values[0] = ObjectIdGetDatum(viewid);
-	nulls[0] = ' ';
-	for (int i = 1; i < 8; i++)
-	{
-		values[i] = args[i] ? CStringGetTextDatum(args[i]) : (Datum) 0;
-		nulls[i] = args[i] ? ' ' : 'n';
-	}
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET window_kind = $2,"
-							   " window_size = $3::pg_catalog.interval,"
-							   " window_slide = $4::pg_catalog.interval,"
-							   " window_step = $5::pg_catalog.interval,"
-							   " time_column = $6, window_column = $7, expire_sql = $8"
-							   " WHERE view = $1",
-							   8, argtypes, values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not record the window of continuous view %u", viewid);
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, viewid);
+	arg_text(&args, kind);
+	arg_text(&args, size);
+	arg_text(&args, slide);
+	arg_text(&args, step);
+	arg_text(&args, time_column);
+	arg_text(&args, window_column);
+	arg_text(&args, expire_sql);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET window_kind = $2,"
+					  " window_size = $3::pg_catalog.interval,"
+					  " window_slide = $4::pg_catalog.interval,"
+					  " window_step = $5::pg_catalog.interval,"
+					  " time_column = $6, window_column = $7, expire_sql = $8"
+					  " WHERE view = $1",
+					  &args, "the window of continuous view", viewid);
 }
 
 /*
@@ -521,23 +595,14 @@ catalog_has_delta(void)
 void
 catalog_set_delta(Oid viewid, Oid deltaid, const char *compact_sql)
 {
-	Oid			argtypes[3] = {OIDOID, OIDOID, TEXTOID};
-	Datum		values[3];
-	SeRunAs		runas;
-	int			rc;
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = ObjectIdGetDatum(deltaid);
-	values[2] = CStringGetTextDatum(compact_sql);
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET delta = $2, compact_sql = $3"
-							   " WHERE view = $1",
-							   3, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not record the delta of continuous view %u", viewid);
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, viewid);
+	arg_oid(&args, deltaid);
+	arg_text(&args, compact_sql);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET delta = $2, compact_sql = $3"
+					  " WHERE view = $1",
+					  &args, "the delta of continuous view", viewid);
 }
 
 /*
@@ -562,6 +627,22 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 }
 
 /*
+ * The same, for an SQL function given viewid: an error (42809) if it is not
+ * a continuous view and, with must_own, if the current user does not own
+ * it.  Strings in the current memory context.
+ */
+void
+catalog_get_view(Oid viewid, ViewCatalogEntry *entry, bool must_own)
+{
+	if (!lookup_view(false, viewid, entry, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
+	if (must_own && !pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
+}
+
+/*
  * Forget continuous view viewid: its row in view_catalog (and with it, by
  * their foreign keys, its sessions, lateness, watermark and late rows) and
  * in invalid_objects.  For CREATE OR REPLACE (ddl/replace_view.c), which
@@ -570,20 +651,11 @@ catalog_lookup_view(Oid viewid, ViewCatalogEntry *entry, MemoryContext mcxt)
 void
 catalog_forget_view(Oid viewid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	SeRunAs		runas;
-
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	if (SPI_execute_with_args("DELETE FROM stream_ext.view_catalog WHERE view = $1",
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE ||
-		(has_catalog_table("invalid_objects") &&
-		 SPI_execute_with_args("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
-							   1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE))
-		elog(ERROR, "could not remove continuous view %u from stream_ext's catalog", viewid);
-	SPI_finish();
-	se_restore(&runas);
+	catalog_query_oid("DELETE FROM stream_ext.view_catalog WHERE view = $1",
+					  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
+	if (has_catalog_table("invalid_objects"))
+		catalog_query_oid("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
+						  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
 }
 
 /*
@@ -594,35 +666,18 @@ catalog_forget_view(Oid viewid)
 List *
 catalog_view_parts(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	MemoryContext cxt = CurrentMemoryContext;
 	List	   *result = NIL;
-	StringInfoData sql;
 
-	initStringInfo(&sql);
-	appendStringInfoString(&sql,
-						   "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
-						   " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
-						   "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1");
-	if (has_transform_catalog())
-		appendStringInfoString(&sql,
-							   " UNION ALL SELECT output_table::pg_catalog.oid FROM stream_ext.transform_catalog"
-							   " WHERE transform = $1 AND output_table IS NOT NULL");
-	SPI_connect();
-	if (SPI_execute_with_args(sql.data, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			part = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														  SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		result = lappend_oid(result, part);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
+	catalog_rows_oid(has_transform_catalog() ?
+					 "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
+					 " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
+					 "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1"
+					 " UNION ALL SELECT output_table::pg_catalog.oid FROM stream_ext.transform_catalog"
+					 " WHERE transform = $1 AND output_table IS NOT NULL" :
+					 "SELECT matrel::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1"
+					 " UNION ALL SELECT a::pg_catalog.oid FROM stream_ext.view_catalog v,"
+					 "   pg_catalog.unnest(v.aux_tables) a WHERE v.view = $1",
+					 relid, 0, 0, row_append_oid, &result);
 	return result;
 }
 
@@ -631,31 +686,28 @@ catalog_view_parts(Oid relid)
  * caller's memory context, and its stream in *streamid; NULL if viewid is
  * none.
  */
+static void
+row_definition(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	ViewDefinitionEntry *entry = arg;
+	bool		isnull;
+
+	entry->definition = SPI_getvalue(tup, desc, 1);
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+}
+
 char *
 catalog_view_definition(Oid viewid, Oid *streamid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	MemoryContext cxt = CurrentMemoryContext;
-	char	   *result = NULL;
+	ViewDefinitionEntry entry = {0};
 
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT definition, stream::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed");
-	if (SPI_processed > 0)
-	{
-		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		bool		isnull;
-
-		*streamid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 2, &isnull));
-		if (v != NULL)
-			result = MemoryContextStrdup(cxt, v);
-	}
-	SPI_finish();
-	return result;
+	if (catalog_rows_oid("SELECT definition, stream::pg_catalog.oid FROM stream_ext.view_catalog WHERE view = $1",
+						 viewid, 0, 1, row_definition, &entry) == 0)
+		return NULL;
+	*streamid = entry.streamid;
+	return entry.definition;
 }
+
 
 
 /*
@@ -700,26 +752,52 @@ catalog_read_latest_end(void)
 Oid
 catalog_stream_of(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	Oid			result = InvalidOid;
-	bool		isnull;
-	int			rc;
+	List	   *result = NIL;
 
-	SPI_connect();
-	rc = SPI_execute_with_args(has_transform_catalog() ?
-							   "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1"
-							   " UNION ALL SELECT stream::oid FROM stream_ext.transform_catalog"
-							   " WHERE transform = $1" :
-							   "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1",
-							   1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 1)
-		result = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-												SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	return result;
+	catalog_rows_oid(has_transform_catalog() ?
+					 "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1"
+					 " UNION ALL SELECT stream::oid FROM stream_ext.transform_catalog"
+					 " WHERE transform = $1" :
+					 "SELECT stream::oid FROM stream_ext.view_catalog WHERE view = $1",
+					 relid, 0, 1, row_append_oid, &result);
+	return result != NIL ? linitial_oid(result) : InvalidOid;
+}
+
+/* row_fn of lookup_views(): a ViewCatalogEntry appended to the List * in *arg */
+static void
+row_view_entry(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	ViewCatalogEntry *entry = palloc0(sizeof(ViewCatalogEntry));
+	bool		isnull;
+	ArrayType  *arr;
+	Datum	   *elems;
+	int			nelems;
+
+	entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+	entry->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->maintain_sql = SPI_getvalue(tup, desc, 4);
+	entry->timezone = SPI_getvalue(tup, desc, 6);
+	entry->expire_sql = SPI_getvalue(tup, desc, 8);
+	entry->expire_every_us = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
+	if (isnull)
+		entry->expire_every_us = 0;
+	entry->notify = SPI_getvalue(tup, desc, 10);
+	entry->deltaid = DatumGetObjectId(SPI_getbinval(tup, desc, 11, &isnull));
+	if (isnull)
+		entry->deltaid = InvalidOid;
+	entry->compact_sql = SPI_getvalue(tup, desc, 12);
+	entry->query_sql = SPI_getvalue(tup, desc, 13);
+	entry->distinct_sql = NIL;
+	arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		entry->distinct_sql = lappend(entry->distinct_sql,
+									  TextDatumGetCString(elems[i]));
+	*result = lappend(*result, entry);
 }
 
 /*
@@ -730,76 +808,34 @@ catalog_stream_of(Oid relid)
 static List *
 lookup_views(const char *column, Oid relid, MemoryContext mcxt)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	List	   *result = NIL;
 	const char *window_columns;
 	const char *notify = view_catalog_has_notify() ? "v.notify" : "NULL::pg_catalog.text";
 	const char *delta = catalog_has_delta() ? "v.delta::pg_catalog.oid, v.compact_sql" :
 		"NULL::pg_catalog.oid, NULL::pg_catalog.text";
-	int			rc;
+	char	   *sql;
+	MemoryContext old;
 
 	/* sliding windows: expiry statement, and its step in microseconds */
 	window_columns = catalog_has_windows() ?
 		"v.expire_sql, (pg_catalog.date_part('epoch', v.window_step) * 1000000)::pg_catalog.int8" :
 		"NULL::pg_catalog.text, NULL::pg_catalog.int8";
 
-	SPI_connect();
-	catalog_read_latest_begin();
-	rc = SPI_execute_with_args(psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
-										" v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s, %s,"
-										" %s"
-										" FROM stream_ext.view_catalog v"
-										" JOIN pg_catalog.pg_class c ON c.oid = v.view"
-										" WHERE v.%s = $1 ORDER BY v.matrel::oid",
-										window_columns, notify, delta,
-										view_catalog_has_column("query_sql") ?
-										"v.query_sql" : "NULL::pg_catalog.text",
-										column),
-							   1, argtypes, values, NULL, true, 0);
-	catalog_read_latest_end();
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		MemoryContext old;
-		ArrayType  *arr;
-		Datum	   *elems;
-		int			nelems;
-		ViewCatalogEntry *entry;
-
-		old = MemoryContextSwitchTo(mcxt);
-		entry = palloc0(sizeof(ViewCatalogEntry));
-		entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
-		entry->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
-		entry->maintain_sql = SPI_getvalue(tup, desc, 4);
-		entry->timezone = SPI_getvalue(tup, desc, 6);
-		entry->expire_sql = SPI_getvalue(tup, desc, 8);
-		entry->expire_every_us = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
-		if (isnull)
-			entry->expire_every_us = 0;
-		entry->notify = SPI_getvalue(tup, desc, 10);
-		entry->deltaid = DatumGetObjectId(SPI_getbinval(tup, desc, 11, &isnull));
-		if (isnull)
-			entry->deltaid = InvalidOid;
-		entry->compact_sql = SPI_getvalue(tup, desc, 12);
-		entry->query_sql = SPI_getvalue(tup, desc, 13);
-		entry->distinct_sql = NIL;
-		arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, NULL, &nelems);
-		for (int j = 0; j < nelems; j++)
-			entry->distinct_sql = lappend(entry->distinct_sql,
-										  TextDatumGetCString(elems[j]));
-		result = lappend(result, entry);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
+	sql = psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
+				   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s, %s,"
+				   " %s"
+				   " FROM stream_ext.view_catalog v"
+				   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
+				   " WHERE v.%s = $1 ORDER BY v.matrel::oid",
+				   window_columns, notify, delta,
+				   view_catalog_has_column("query_sql") ?
+				   "v.query_sql" : "NULL::pg_catalog.text",
+				   column);
+	/* the entries, their strings and the list in mcxt */
+	old = MemoryContextSwitchTo(mcxt);
+	catalog_rows_oid(sql, relid, CATALOG_LATEST, 0, row_view_entry, &result);
+	MemoryContextSwitchTo(old);
+	pfree(sql);
 	return result;
 }
 
@@ -829,23 +865,14 @@ catalog_views_of_stream(Oid streamid, MemoryContext mcxt)
 void
 catalog_set_view_query(Oid viewid, const char *query_sql)
 {
-	Oid			argtypes[2] = {OIDOID, TEXTOID};
-	Datum		values[2];
-	SeRunAs		runas;
-	int			rc;
+	CatalogArgs args = {0};
 
 	if (!view_catalog_has_column("query_sql"))
 		return;					/* before ALTER EXTENSION UPDATE: not shared */
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = CStringGetTextDatum(query_sql);
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET query_sql = $2 WHERE view = $1",
-							   2, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not record the query of continuous view %u", viewid);
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, viewid);
+	arg_text(&args, query_sql);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET query_sql = $2 WHERE view = $1",
+					  &args, "the query of continuous view", viewid);
 }
 
 /*
@@ -856,36 +883,24 @@ catalog_set_view_query(Oid viewid, const char *query_sql)
 uint64
 catalog_remove_orphans(void)
 {
-	SeRunAs		runas;
-	int			rc;
+	const int	flags = CATALOG_WRITE | CATALOG_AS_OWNER;
 	uint64		views;
 
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute("DELETE FROM stream_ext.view_catalog v WHERE NOT EXISTS"
-					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
-					 false, 0);
-	views = SPI_processed;
-	if (rc == SPI_OK_DELETE && has_transform_catalog())
-	{
-		rc = SPI_execute("DELETE FROM stream_ext.transform_catalog t WHERE NOT EXISTS"
-						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.transform)",
-						 false, 0);
-		views += SPI_processed;
-	}
+	views = catalog_exec("DELETE FROM stream_ext.view_catalog v WHERE NOT EXISTS"
+						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = v.view)",
+						 NULL, flags, 0, NULL, NULL);
+	if (has_transform_catalog())
+		views += catalog_exec("DELETE FROM stream_ext.transform_catalog t WHERE NOT EXISTS"
+							  " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.transform)",
+							  NULL, flags, 0, NULL, NULL);
 	/* 0.3: views and transforms no longer maintained (privileges.c) */
-	if (rc == SPI_OK_DELETE && has_catalog_table("invalid_objects"))
-		rc = SPI_execute("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
-						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = i.object)",
-						 false, 0);
-	if (rc == SPI_OK_DELETE)
-		rc = SPI_execute("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
-						 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
-						 false, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "stream_ext catalog cleanup failed: %s", SPI_result_code_string(rc));
-	SPI_finish();
-	se_restore(&runas);
+	if (has_catalog_table("invalid_objects"))
+		catalog_exec("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
+					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = i.object)",
+					 NULL, flags, 0, NULL, NULL);
+	catalog_exec("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
+				 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
+				 NULL, flags, 0, NULL, NULL);
 	return views;
 }
 
@@ -894,42 +909,22 @@ void
 catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 					 const char *ttl_sql)
 {
-	Oid			argtypes[4] = {OIDOID, INTERVALOID, TEXTOID, TEXTOID};
-	Datum		values[4];
-	SeRunAs		runas;
-	int			rc;
+	CatalogArgs args = {0};
 
-	char		nulls[4] = {' ', ttl ? ' ' : 'n', ttl_column ? ' ' : 'n', ttl_sql ? ' ' : 'n'};
-
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = ttl ? IntervalPGetDatum(ttl) : (Datum) 0;
-	values[2] = ttl_column ? CStringGetTextDatum(ttl_column) : (Datum) 0;
-	values[3] = ttl_sql ? CStringGetTextDatum(ttl_sql) : (Datum) 0;
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
-							   " WHERE view = $1",
-							   4, argtypes, values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not record the TTL of continuous view %u", viewid);
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, viewid);
+	arg_datum(&args, INTERVALOID, PointerGetDatum(ttl), ttl == NULL);
+	arg_text(&args, ttl_column);
+	arg_text(&args, ttl_sql);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET ttl = $2, ttl_column = $3, ttl_sql = $4"
+					  " WHERE view = $1",
+					  &args, "the TTL of continuous view", viewid);
 }
 
 /* has continuous view viewid a TTL?  an allowed_lateness? */
 static bool
 view_has(Oid viewid, const char *sql)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	bool		result;
-
-	SPI_connect();
-	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed");
-	result = SPI_processed > 0;
-	SPI_finish();
-	return result;
+	return catalog_rows_oid(sql, viewid, 0, 1, NULL, NULL) > 0;
 }
 
 bool
@@ -953,42 +948,539 @@ catalog_view_has_lateness(Oid viewid)
 void
 catalog_update_view_option(Oid viewid, const char *option, Oid type, Datum value)
 {
-	Oid			argtypes[2] = {OIDOID, type};
-	Datum		values[2] = {ObjectIdGetDatum(viewid), value};
-	char		nulls[2] = {' ', value == (Datum) 0 ? 'n' : ' '};
+	CatalogArgs args = {0};
 	const char *table = strcmp(option, "allowed_lateness") == 0 ?
 		"lateness_views" : "view_catalog";
-	SeRunAs		runas;
 
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	if (SPI_execute_with_args(psprintf("UPDATE stream_ext.%s SET %s = $2 WHERE view = $1",
-									   table, quote_identifier(option)),
-							  2, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not record option %s of continuous view %u", option, viewid);
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, viewid);
+	arg_datum(&args, type, value, value == (Datum) 0);
+	catalog_write_one(psprintf("UPDATE stream_ext.%s SET %s = $2 WHERE view = $1",
+							   table, quote_identifier(option)),
+					  &args, psprintf("option %s of continuous view", option), viewid);
 }
 
 /* stream_ext.set_retention(): NULL keeps raw rows */
 void
 catalog_set_stream_retention(Oid relid, Interval *retention)
 {
-	Oid			argtypes[2] = {OIDOID, INTERVALOID};
-	Datum		values[2];
-	char		nulls[2] = {' ', retention ? ' ' : 'n'};
-	SeRunAs		runas;
-	int			rc;
+	CatalogArgs args = {0};
 
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = retention ? IntervalPGetDatum(retention) : (Datum) 0;
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
-							   2, argtypes, values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not record the retention of stream %u", relid);
-	SPI_finish();
-	se_restore(&runas);
+	arg_oid(&args, relid);
+	arg_datum(&args, INTERVALOID, PointerGetDatum(retention), retention == NULL);
+	catalog_write_one("UPDATE stream_ext.stream_catalog SET retention = $2 WHERE stream = $1",
+					  &args, "the retention of stream", relid);
+}
+
+/* ---- housekeeping: run_maintenance(), expire_sliding() ----------------- */
+
+static void
+row_housekeeping_view(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	MaintenanceView *view = palloc0(sizeof(MaintenanceView));
+	bool		isnull;
+	Datum		ttl;
+
+	view->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	view->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	view->timezone = SPI_getvalue(tup, desc, 3);
+	ttl = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+	{
+		view->ttl = datumCopy(ttl, false, sizeof(Interval));
+		view->ttl_sql = SPI_getvalue(tup, desc, 5);
+	}
+	view->expire_sql = SPI_getvalue(tup, desc, 6);
+	view->session = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+	*result = lappend(*result, view);
+}
+
+/*
+ * Every continuous view (viewid InvalidOid) or the one view viewid, with
+ * what housekeeping does to it, in the order of their OIDs; whoever owns
+ * them.
+ */
+List *
+catalog_housekeeping_views(Oid viewid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql,"
+					 " sv.view IS NOT NULL"
+					 " FROM stream_ext.view_catalog v"
+					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
+					 " LEFT JOIN stream_ext.session_views sv ON sv.view OPERATOR(pg_catalog.=) v.view"
+					 " WHERE $1 IS NULL OR v.view OPERATOR(pg_catalog.=) $1"
+					 " ORDER BY 1",
+					 viewid, 0, 0, row_housekeeping_view, &result);
+	return result;
+}
+
+static void
+row_retention_stream(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	RetentionStream *stream = palloc0(sizeof(RetentionStream));
+	bool		isnull;
+
+	stream->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	stream->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	stream->retention = datumCopy(SPI_getbinval(tup, desc, 3, &isnull), false,
+								  sizeof(Interval));
+	stream->qualname = SPI_getvalue(tup, desc, 4);
+	*result = lappend(*result, stream);
+}
+
+/* every stream with a retention (set_retention()), in the order of their OIDs */
+List *
+catalog_streams_with_retention(void)
+{
+	List	   *result = NIL;
+
+	catalog_exec("SELECT s.stream::pg_catalog.oid, c.relowner, s.retention,"
+				 " pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
+				 " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)"
+				 " FROM stream_ext.stream_catalog s"
+				 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.stream"
+				 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+				 " WHERE s.retention IS NOT NULL ORDER BY 1",
+				 NULL, 0, 0, row_retention_stream, &result);
+	return result;
+}
+
+/* ---- continuous transforms (maintain/transform.c) ---------------------- */
+
+/* WITH (notify = 'channel') of a continuous view just recorded */
+void
+catalog_set_view_notify(Oid viewid, const char *channel)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, viewid);
+	arg_text(&args, channel);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
+					  &args, "the notify channel of continuous view", viewid);
+}
+
+/*
+ * One transform creation at a time (until commit): transforms that write
+ * to streams must not form a cycle, and catalog_transform_path() sees
+ * every other one only if none is being created meanwhile.
+ */
+void
+catalog_lock_transforms(void)
+{
+	LockRelationOid(get_relname_relid("transform_catalog",
+									  get_namespace_oid("stream_ext", false)),
+					ShareRowExclusiveLock);
+}
+
+/*
+ * How rows written into stream from flow, through continuous transforms
+ * and their output streams, into stream to: "from -> t1 -> s1 -> t2 -> to",
+ * or NULL if they do not.
+ */
+char *
+catalog_transform_path(Oid from, Oid to)
+{
+	CatalogArgs args = {0};
+	char	   *path = NULL;
+
+	arg_oid(&args, from);
+	arg_oid(&args, to);
+	catalog_exec("WITH RECURSIVE walk(stream, seen, path) AS ("
+				 " SELECT $1::pg_catalog.regclass, ARRAY[$1::pg_catalog.oid],"
+				 "        $1::pg_catalog.regclass::pg_catalog.text"
+				 " UNION ALL"
+				 " SELECT t.output_stream, w.seen || t.output_stream::pg_catalog.oid,"
+				 "        w.path || ' -> ' || t.transform::pg_catalog.text"
+				 "        || ' -> ' || t.output_stream::pg_catalog.text"
+				 "   FROM walk w JOIN stream_ext.transform_catalog t ON t.stream = w.stream"
+				 "  WHERE t.output_stream IS NOT NULL"
+				 "    AND t.output_stream::pg_catalog.oid <> ALL (w.seen))"
+				 " SELECT path FROM walk WHERE stream = $2::pg_catalog.regclass LIMIT 1",
+				 &args, 0, 1, row_first_text, &path);
+	return path;
+}
+
+/* a new continuous transform; output_stream or output_table InvalidOid */
+void
+catalog_insert_transform(Oid transform, Oid stream, Oid output_stream,
+						 Oid output_table, const char *definition,
+						 const char *columns, const char *select_sql,
+						 const char *notify)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, transform);
+	arg_oid(&args, stream);
+	arg_oid(&args, output_stream);
+	arg_oid(&args, output_table);
+	arg_text(&args, definition);
+	arg_text(&args, columns);
+	arg_text(&args, select_sql);
+	arg_text(&args, notify);
+	catalog_write_one("INSERT INTO stream_ext.transform_catalog"
+					  " (transform, stream, output_stream, output_table, definition,"
+					  "  columns, select_sql, notify, timezone)"
+					  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+					  " pg_catalog.current_setting('TimeZone'))",
+					  &args, "continuous transform", transform);
+}
+
+static void
+row_transform_entry(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	TransformCatalogEntry *entry = arg;
+	bool		isnull;
+
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->targetid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->columns = SPI_getvalue(tup, desc, 4);
+	entry->select_sql = SPI_getvalue(tup, desc, 5);
+	entry->notify = SPI_getvalue(tup, desc, 6);
+	entry->timezone = SPI_getvalue(tup, desc, 7);
+}
+
+/*
+ * Fill *entry for continuous transform transform, as committed now (for its
+ * trigger: see catalog_read_latest_begin()); strings in mcxt.  Returns
+ * false if there is none.
+ */
+bool
+catalog_lookup_transform(Oid transform, TransformCatalogEntry *entry,
+						 MemoryContext mcxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	uint64		n;
+
+	entry->transform = transform;
+	n = catalog_rows_oid("SELECT t.stream::oid, coalesce(t.output_stream, t.output_table)::oid,"
+						 " c.relowner, t.columns, t.select_sql, t.notify, t.timezone"
+						 " FROM stream_ext.transform_catalog t"
+						 " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
+						 " WHERE t.transform = $1",
+						 transform, CATALOG_LATEST, 1, row_transform_entry, entry);
+	MemoryContextSwitchTo(old);
+	return n == 1;
+}
+
+/* ---- session windows (windows/sessions.c) ------------------------------ */
+
+/* the session parameters of a view just created */
+void
+catalog_insert_session_view(Oid viewid, const char *time_column,
+							const char *session_gap, const char *compact_sql)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, viewid);
+	arg_datum(&args, NAMEOID, DirectFunctionCall1(namein, CStringGetDatum(time_column)), false);
+	arg_text(&args, session_gap);
+	arg_text(&args, compact_sql);
+	catalog_write_one("INSERT INTO stream_ext.session_views (view, time_column, session_gap, compact_sql)"
+					  " VALUES ($1::pg_catalog.regclass, $2, $3::pg_catalog.interval, $4)",
+					  &args, "the session window of continuous view", viewid);
+}
+
+/* the compaction statement of a session-window view, or NULL if it is none */
+char *
+catalog_session_compact_sql(Oid viewid)
+{
+	char	   *result = NULL;
+
+	catalog_rows_oid("SELECT compact_sql FROM stream_ext.session_views WHERE view = $1::pg_catalog.regclass",
+					 viewid, 0, 1, row_first_text, &result);
+	return result;
+}
+
+/* ---- allowed_lateness and watermarks (windows/lateness.c) -------------- */
+
+/* the lateness of a view just created; output_stream InvalidOid if none */
+void
+catalog_insert_lateness_view(Oid viewid, const char *allowed_lateness,
+							 const char *late_sql, const char *max_sql,
+							 const char *emit_sql, Oid output_stream)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, viewid);
+	arg_text(&args, allowed_lateness);
+	arg_text(&args, late_sql);
+	arg_text(&args, max_sql);
+	arg_text(&args, emit_sql);
+	arg_oid(&args, output_stream);
+	catalog_write_one("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
+					  " emit_sql, output_stream)"
+					  " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
+					  " $6::pg_catalog.regclass)",
+					  &args, "the allowed_lateness of continuous view", viewid);
+}
+
+static void
+row_lateness_entry(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	LatenessCatalogEntry *entry = arg;
+	bool		isnull;
+
+	entry->lateness = *DatumGetIntervalP(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->late_sql = SPI_getvalue(tup, desc, 2);
+	entry->max_sql = SPI_getvalue(tup, desc, 3);
+	entry->emit_sql = SPI_getvalue(tup, desc, 4);	/* NULL if none */
+}
+
+/*
+ * Fill *entry with the lateness of view viewid (strings in mcxt); false if
+ * it has none (or the database is not updated to 0.2 yet).
+ */
+bool
+catalog_lookup_lateness(Oid viewid, LatenessCatalogEntry *entry,
+						MemoryContext mcxt)
+{
+	MemoryContext old;
+	uint64		n;
+
+	if (!has_catalog_table("lateness_views"))
+		return false;
+	old = MemoryContextSwitchTo(mcxt);
+	n = catalog_rows_oid("SELECT allowed_lateness, late_sql, max_sql, emit_sql FROM stream_ext.lateness_views"
+						 " WHERE view = $1::pg_catalog.regclass",
+						 viewid, 0, 1, row_lateness_entry, entry);
+	MemoryContextSwitchTo(old);
+	return n == 1;
+}
+
+/*
+ * The view's newest event time becomes at least ts (isnull: none yet, the
+ * row is still made).
+ */
+void
+catalog_raise_max_event_time(Oid viewid, Datum ts, bool isnull)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, viewid);
+	arg_datum(&args, TIMESTAMPTZOID, ts, isnull);
+	catalog_write_one("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
+					  " VALUES ($1::pg_catalog.regclass, $2)"
+					  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
+					  " GREATEST(w.max_event_time, excluded.max_event_time)",
+					  &args, "the watermark of continuous view", viewid);
+}
+
+static void
+row_first_timestamptz(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	NullableDatum *result = arg;
+
+	result->value = SPI_getbinval(tup, desc, 1, &result->isnull);
+}
+
+/*
+ * The view's watermark now (max event time minus allowed_lateness);
+ * *isnull when it has seen no event time yet.  Not a read-only query, so
+ * that it sees what this command just wrote.  lock: FOR UPDATE, as a batch
+ * needs it.
+ */
+TimestampTz
+catalog_watermark(Oid viewid, bool lock, bool *isnull)
+{
+	NullableDatum wm = {0, true};
+
+	catalog_rows_oid(lock ?
+					 "SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+					 " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+					 " WHERE w.view = $1::pg_catalog.regclass FOR UPDATE OF w" :
+					 "SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
+					 " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
+					 " WHERE w.view = $1::pg_catalog.regclass",
+					 viewid, CATALOG_WRITE | CATALOG_AS_OWNER, 1,
+					 row_first_timestamptz, &wm);
+	*isnull = wm.isnull;
+	return wm.isnull ? 0 : DatumGetTimestampTz(wm.value);
+}
+
+/* ---- distributed views (query/distributed.c) --------------------------- */
+
+static void
+row_view_definition(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	ViewDefinitionEntry *entry = arg;
+	bool		isnull;
+
+	entry->definition = SPI_getvalue(tup, desc, 1);
+	entry->matrelid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->overlapping_window = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	entry->session = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	entry->lateness = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+}
+
+/*
+ * The stored definition of continuous view viewid and what its plan cannot
+ * be rebuilt from; false if it is none.
+ */
+bool
+catalog_lookup_view_definition(Oid viewid, ViewDefinitionEntry *entry)
+{
+	return catalog_rows_oid("SELECT definition, matrel::oid, stream::oid, "
+							"window_kind IS NOT NULL AND window_kind <> 'tumbling', "
+							"EXISTS (SELECT FROM stream_ext.session_views s WHERE s.view = c.view), "
+							"EXISTS (SELECT FROM stream_ext.lateness_views l WHERE l.view = c.view) "
+							"FROM stream_ext.view_catalog c WHERE c.view = $1",
+							viewid, 0, 1, row_view_definition, entry) == 1;
+}
+
+/* ---- invalid views and transforms (maintain/privileges.c) -------------- */
+
+/* relid (a continuous view or transform) is no longer maintained */
+void
+catalog_insert_invalid_object(Oid relid, const char *kind, const char *reason)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, relid);
+	arg_text(&args, kind);
+	arg_text(&args, reason);
+	catalog_exec("INSERT INTO stream_ext.invalid_objects (object, kind, reason)"
+				 " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+				 &args, CATALOG_WRITE | CATALOG_AS_OWNER, 0, NULL, NULL);
+}
+
+/*
+ * The triggers running function funcid (stream_ext.maintain_views()) on
+ * streams that have no continuous view left (ddl/create_view.c drops them).
+ * Not read-only: sees the catalog rows this command removed.
+ */
+List *
+catalog_triggers_without_views(Oid funcid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT t.oid FROM pg_catalog.pg_trigger t"
+					 " WHERE t.tgfoid = $1 AND NOT EXISTS"
+					 " (SELECT 1 FROM stream_ext.view_catalog v WHERE v.stream = t.tgrelid)",
+					 funcid, CATALOG_WRITE, 0, row_append_oid, &result);
+	return result;
+}
+
+/* ---- what a stream's views and transforms are made of (ddl/restore.c) -- */
+
+static void
+row_stream_object(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	StreamObject *obj = palloc0(sizeof(StreamObject));
+	bool		isnull;
+	Datum		aux;
+
+	obj->objid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	obj->transform = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	obj->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	if (isnull)
+		obj->relid = InvalidOid;
+	aux = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(aux), OIDOID, sizeof(Oid), true,
+						  TYPALIGN_INT, &elems, NULL, &nelems);
+		for (int i = 0; i < nelems; i++)
+			obj->aux_tables = lappend_oid(obj->aux_tables, DatumGetObjectId(elems[i]));
+	}
+	obj->sql = SPI_getvalue(tup, desc, 5);
+	obj->deltaid = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	if (isnull)
+		obj->deltaid = InvalidOid;
+	*result = lappend(*result, obj);
+}
+
+/*
+ * The continuous views of stream streamid, then its continuous transforms,
+ * each with the relations it is made of and its statement.  Not read-only:
+ * after pg_restore's CREATE TRIGGER it sees all this transaction wrote.
+ */
+List *
+catalog_stream_objects(Oid streamid)
+{
+	List	   *result = NIL;
+
+	char	   *sql;
+
+	/*
+	 * transforms came in 0.2, deltas in 0.3: an installation not yet updated
+	 * has no catalog of them
+	 */
+	sql = psprintf("SELECT view::pg_catalog.oid, false, matrel::pg_catalog.oid,"
+				   " aux_tables::pg_catalog.oid[], maintain_sql, %s"
+				   " FROM stream_ext.view_catalog WHERE stream = $1%s",
+				   catalog_has_delta() ? "delta::pg_catalog.oid" : "NULL::pg_catalog.oid",
+				   has_transform_catalog() ?
+				   " UNION ALL SELECT transform::pg_catalog.oid, true, output_table::pg_catalog.oid,"
+				   " NULL, select_sql, NULL"
+				   " FROM stream_ext.transform_catalog WHERE stream = $1" : "");
+	catalog_rows_oid(sql, streamid, CATALOG_WRITE, 0, row_stream_object, &result);
+	pfree(sql);
+	return result;
+}
+
+/*
+ * Read stream_ext.invalid_objects (maintain/privileges.c's set of invalid
+ * views and transforms): reader->locked() once its lock is taken, then
+ * reader->row() for each row (kind and reason "" when NULL).  Never waits
+ * for the lock: this runs in the planner hook, after the query's own
+ * relations are locked, and DROP EXTENSION locks this table before others
+ * -- waiting here could deadlock with it.  Only a role that may drop,
+ * truncate or lock the table holds a conflicting lock.  Returns
+ * CATALOG_SCAN_NO_TABLE (not installed, or older than 0.3) or
+ * CATALOG_SCAN_BUSY (locked by another: nothing read) or CATALOG_SCAN_DONE.
+ */
+CatalogScanResult
+catalog_scan_invalid_objects(const InvalidObjectsReader *reader)
+{
+	Oid			relid = catalog_invalid_objects_relid();
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(relid))
+		return CATALOG_SCAN_NO_TABLE;
+	if (!ConditionalLockRelationOid(relid, AccessShareLock))
+		return CATALOG_SCAN_BUSY;
+	rel = table_open(relid, NoLock);
+	reader->locked(reader->arg);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		obj = heap_getattr(tup, 1, RelationGetDescr(rel), &isnull);
+		Datum		kind;
+		Datum		reason;
+		bool		kind_null;
+		bool		reason_null;
+
+		if (isnull)
+			continue;
+		kind = heap_getattr(tup, 2, RelationGetDescr(rel), &kind_null);
+		reason = heap_getattr(tup, 3, RelationGetDescr(rel), &reason_null);
+		reader->row(DatumGetObjectId(obj),
+					kind_null ? "" : TextDatumGetCString(kind),
+					reason_null ? "" : TextDatumGetCString(reason),
+					reader->arg);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return CATALOG_SCAN_DONE;
+}
+
+/* stream_ext.invalid_objects, or InvalidOid (not installed, or older) */
+Oid
+catalog_invalid_objects_relid(void)
+{
+	Oid			nspid = get_namespace_oid("stream_ext", true);
+
+	return OidIsValid(nspid) ? get_relname_relid("invalid_objects", nspid) : InvalidOid;
 }

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.h
- *	  Access to stream_ext's own catalog tables (stream_ext.stream_catalog,
- *	  stream_ext.view_catalog).
+ *	  Access to stream_ext's own catalog tables (stream_catalog,
+ *	  view_catalog, transform_catalog, session_views, lateness_views,
+ *	  watermarks, invalid_objects; not the Kafka tables).
  *
  *-------------------------------------------------------------------------
  */
@@ -72,6 +73,7 @@ extern bool catalog_view_has_ttl(Oid viewid);
 extern bool catalog_view_has_lateness(Oid viewid);
 extern void catalog_update_view_option(Oid viewid, const char *option, Oid type,
 									   Datum value);
+extern void catalog_get_view(Oid viewid, ViewCatalogEntry *entry, bool must_own);
 /* TTL and retention (housekeeping/retention.c) */
 extern void catalog_set_view_ttl(Oid viewid, Interval *ttl, const char *ttl_column,
 								 const char *ttl_sql);
@@ -79,5 +81,129 @@ extern void catalog_set_stream_retention(Oid relid, Interval *retention);
 /* returns the number of continuous views forgotten */
 extern uint64 catalog_remove_orphans(void);
 
+/*
+ * One continuous view, as housekeeping sees it: stream_ext.run_maintenance()
+ * (housekeeping/retention.c, whose MaintenanceViewTask says what is done
+ * with it) and stream_ext.expire_sliding() (windows/windows.c).
+ */
+typedef struct MaintenanceView
+{
+	Oid			viewid;
+	Oid			owner;
+	char	   *timezone;
+	Datum		ttl;			/* Interval *, or 0 */
+	char	   *ttl_sql;		/* NULL: no TTL */
+	char	   *expire_sql;		/* sliding window expiry (windows/windows.c), or NULL */
+	bool		session;		/* a session window: compact its fragments */
+} MaintenanceView;
+
+extern List *catalog_housekeeping_views(Oid viewid);
+
+/* A stream whose raw rows expire (stream_ext.set_retention()) */
+typedef struct RetentionStream
+{
+	Oid			relid;
+	Oid			owner;
+	Datum		retention;		/* Interval * */
+	char	   *qualname;
+} RetentionStream;
+
+extern List *catalog_streams_with_retention(void);
+
+
+/* continuous transforms (maintain/transform.c) */
+typedef struct TransformCatalogEntry
+{
+	Oid			transform;		/* the user-facing view */
+	Oid			streamid;		/* the stream it reads */
+	Oid			targetid;		/* its output stream or output table */
+	Oid			owner;			/* owner of the view */
+	char	   *columns;		/* the target's columns, quoted, comma-separated */
+	char	   *select_sql;		/* over the transition table */
+	char	   *notify;			/* NOTIFY channel per batch, or NULL */
+	char	   *timezone;		/* TimeZone pinned at creation */
+} TransformCatalogEntry;
+
+extern void catalog_set_view_notify(Oid viewid, const char *channel);
+extern void catalog_lock_transforms(void);
+extern char *catalog_transform_path(Oid from, Oid to);
+extern void catalog_insert_transform(Oid transform, Oid stream, Oid output_stream,
+									 Oid output_table, const char *definition,
+									 const char *columns, const char *select_sql,
+									 const char *notify);
+extern bool catalog_lookup_transform(Oid transform, TransformCatalogEntry *entry,
+									 MemoryContext mcxt);
+
+/* session windows (windows/sessions.c) */
+extern void catalog_insert_session_view(Oid viewid, const char *time_column,
+										const char *session_gap,
+										const char *compact_sql);
+extern char *catalog_session_compact_sql(Oid viewid);
+
+/* allowed_lateness and watermarks (windows/lateness.c) */
+typedef struct LatenessCatalogEntry
+{
+	Interval	lateness;
+	char	   *late_sql;
+	char	   *max_sql;
+	char	   *emit_sql;		/* NULL unless emit = 'on_close' */
+} LatenessCatalogEntry;
+
+extern void catalog_insert_lateness_view(Oid viewid, const char *allowed_lateness,
+										 const char *late_sql, const char *max_sql,
+										 const char *emit_sql, Oid output_stream);
+extern bool catalog_lookup_lateness(Oid viewid, LatenessCatalogEntry *entry,
+									MemoryContext mcxt);
+extern void catalog_raise_max_event_time(Oid viewid, Datum ts, bool isnull);
+extern TimestampTz catalog_watermark(Oid viewid, bool lock, bool *isnull);
+
+/* distributed views (query/distributed.c) */
+typedef struct ViewDefinitionEntry
+{
+	char	   *definition;		/* the SELECT, schema-qualified */
+	Oid			matrelid;
+	Oid			streamid;
+	bool		overlapping_window; /* a hopping or sliding window */
+	bool		session;		/* a session window */
+	bool		lateness;		/* allowed_lateness or emit = 'on_close' */
+} ViewDefinitionEntry;
+
+extern bool catalog_lookup_view_definition(Oid viewid, ViewDefinitionEntry *entry);
+
+/* invalid views and transforms (maintain/privileges.c) */
+extern void catalog_insert_invalid_object(Oid relid, const char *kind,
+										  const char *reason);
+extern Oid	catalog_invalid_objects_relid(void);
+
+typedef enum CatalogScanResult
+{
+	CATALOG_SCAN_NO_TABLE,
+	CATALOG_SCAN_BUSY,
+	CATALOG_SCAN_DONE
+} CatalogScanResult;
+
+typedef struct InvalidObjectsReader
+{
+	void		(*locked) (void *arg);
+	void		(*row) (Oid object, const char *kind, const char *reason, void *arg);
+	void	   *arg;
+} InvalidObjectsReader;
+
+extern CatalogScanResult catalog_scan_invalid_objects(const InvalidObjectsReader *reader);
+
+/* a continuous view or transform of a stream (ddl/restore.c) */
+typedef struct StreamObject
+{
+	Oid			objid;			/* the user-facing view */
+	bool		transform;		/* a continuous transform, not a view */
+	Oid			relid;			/* a view's materialization, a transform's
+								 * output table (or InvalidOid) */
+	List	   *aux_tables;		/* a view's count(DISTINCT) side tables */
+	Oid			deltaid;		/* a view's delta (it appends), or InvalidOid */
+	char	   *sql;			/* maintenance statement or transform SELECT */
+} StreamObject;
+
+extern List *catalog_stream_objects(Oid streamid);
+extern List *catalog_triggers_without_views(Oid funcid);
 
 #endif							/* STREAM_EXT_CATALOG_H */

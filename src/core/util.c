@@ -9,15 +9,21 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_trigger.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 
 #include "commands/trigger.h"
@@ -55,6 +61,85 @@ se_record_dependency(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
 	ObjectAddressSet(obj, classid, objid);
 	ObjectAddressSet(ref, refclassid, refobjid);
 	recordDependencyOn(&obj, &ref, type);
+}
+
+/*
+ * Does object (classid, objid), or one of its columns, depend on
+ * (refclassid, refobjid)?  refobjsubid: on that column of it (0: on the
+ * whole object), or -1: on any.  Reads pg_depend as of now (the catalog
+ * snapshot), so it sees dependencies recorded before the last
+ * CommandCounterIncrement().
+ */
+bool
+se_dependency_exists(Oid classid, Oid objid, Oid refclassid, Oid refobjid,
+					 int32 refobjsubid)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
+
+	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(classid));
+	ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(objid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, key);
+	while (!found && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		found = dep->refclassid == refclassid && dep->refobjid == refobjid &&
+			(refobjsubid < 0 || dep->refobjsubid == refobjsubid);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return found;
+}
+
+/*
+ * Run fn(arg) in an internal subtransaction, starting in memory context
+ * body_cxt (NULL: the caller's).  Returns NULL when it succeeded and the
+ * subtransaction committed; else the subtransaction is rolled back, the
+ * error state is clean and the error is returned, copied into errcxt (its
+ * message never NULL).  Either way the caller's memory context and
+ * resource owner are current again.  The one implementation of "try this,
+ * and go on if it fails" for run_maintenance()'s items, the pg_cron job
+ * and the Kafka source's decoding and inserts.
+ */
+ErrorData *
+se_try_in_subxact(SeSubxactFn fn, void *arg, MemoryContext body_cxt,
+				  MemoryContext errcxt)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(body_cxt ? body_cxt : oldcxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(errcxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		if (e->message == NULL)
+			e->message = pstrdup("unknown error");
+		edata = e;
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return edata;
 }
 
 /*

@@ -39,10 +39,17 @@ extern bool stream_ext_preloaded;
 extern Oid	se_relation_owner(Oid relid);
 extern void se_record_dependency(Oid classid, Oid objid, Oid refclassid,
 								 Oid refobjid, DependencyType type);
+extern bool se_dependency_exists(Oid classid, Oid objid, Oid refclassid,
+								 Oid refobjid, int32 refobjsubid);
 extern void se_rethrow_short_context(MemoryContext cxt, List *statements,
 									 const char *fmt,...)
 			pg_attribute_printf(3, 4) pg_attribute_noreturn();
 extern Oid	relid_from_trigger_arg(const char *qualname);
+
+/* fn(arg) in a subtransaction: NULL, or the error it raised (rolled back) */
+typedef void (*SeSubxactFn) (void *arg);
+extern ErrorData *se_try_in_subxact(SeSubxactFn fn, void *arg,
+									MemoryContext body_cxt, MemoryContext errcxt);
 extern Oid	se_create_statement_trigger(Oid relid, const char *trigname,
 										int16 timing, int16 events,
 										const char *funcname, const char *arg,

@@ -330,31 +330,12 @@ void
 ddl_drop_unused_views_triggers(void)
 {
 	Oid			funcid = views_trigger_function();
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1];
-	List	   *triggers = NIL;
+	List	   *triggers;
 	ListCell   *lc;
-	int			rc;
 
 	if (!OidIsValid(funcid))
 		return;
-	values[0] = ObjectIdGetDatum(funcid);
-	SPI_connect();
-	rc = SPI_execute_with_args("SELECT t.oid FROM pg_catalog.pg_trigger t"
-							   " WHERE t.tgfoid = $1 AND NOT EXISTS"
-							   " (SELECT 1 FROM stream_ext.view_catalog v WHERE v.stream = t.tgrelid)",
-							   1, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext trigger lookup failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-
-		triggers = lappend_oid(triggers,
-							   DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															  SPI_tuptable->tupdesc, 1, &isnull)));
-	}
-	SPI_finish();
+	triggers = catalog_triggers_without_views(funcid);
 	foreach(lc, triggers)
 	{
 		ObjectAddress trigger;

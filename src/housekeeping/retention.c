@@ -64,12 +64,12 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "core/catalog.h"
 #include "core/security.h"
+#include "core/util.h"
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
 #include "storage/discard_am.h"
@@ -348,13 +348,11 @@ stream_ext_set_retention(PG_FUNCTION_ARGS)
 /* ---- stream_ext.run_maintenance() -------------------------------------- */
 
 
+/* a stream's retention, and whether all its rows expired: try TRUNCATE */
 typedef struct StreamWork
 {
-	Oid			relid;
-	Oid			owner;
-	Datum		retention;		/* Interval * */
-	char	   *qualname;
-	bool		emptied;		/* all its rows expired: try TRUNCATE */
+	RetentionStream *stream;
+	bool		emptied;
 } StreamWork;
 
 /* per-view tasks: see MaintenanceViewTask in retention.h */
@@ -433,6 +431,22 @@ static const struct
 
 typedef int64 (*ItemFn) (void *arg, void *arg2);
 
+typedef struct ItemCall
+{
+	ItemFn		fn;
+	void	   *arg;
+	void	   *arg2;
+	int64		result;
+} ItemCall;
+
+static void
+call_item(void *arg)
+{
+	ItemCall   *call = arg;
+
+	call->result = call->fn(call->arg, call->arg2);
+}
+
 /*
  * Run fn in a subtransaction: an error becomes a WARNING naming the object
  * and TASK_FAILED; the rest of maintenance goes on.
@@ -440,40 +454,19 @@ typedef int64 (*ItemFn) (void *arg, void *arg2);
 static int64
 run_item(const char *task, Oid relid, ItemFn fn, void *arg, void *arg2)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	int64		result;
+	ItemCall	call = {fn, arg, arg2, 0};
+	ErrorData  *edata = se_try_in_subxact(call_item, &call, NULL, CurrentMemoryContext);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		result = fn(arg, arg2);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
-				 errmsg("stream_ext maintenance (%s) of \"%s\" failed: %s",
-						task, get_rel_name(relid) ? get_rel_name(relid) : "?",
-						edata->message),
-				 edata->detail ? errdetail("%s", edata->detail) : 0));
-		FreeErrorData(edata);
-		result = TASK_FAILED;
-	}
-	PG_END_TRY();
-	return result;
+	if (edata == NULL)
+		return call.result;
+	ereport(WARNING,
+			(errcode(edata->sqlerrcode),
+			 errmsg("stream_ext maintenance (%s) of \"%s\" failed: %s",
+					task, get_rel_name(relid) ? get_rel_name(relid) : "?",
+					edata->message),
+			 edata->detail ? errdetail("%s", edata->detail) : 0));
+	FreeErrorData(edata);
+	return TASK_FAILED;
 }
 
 /* one view task, as the view's owner (inside run_item's subtransaction) */
@@ -506,7 +499,8 @@ view_item(void *arg, void *arg2)
 static int64
 stream_item(void *arg, void *arg2)
 {
-	StreamWork *stream = arg;
+	StreamWork *work = arg;
+	RetentionStream *stream = work->stream;
 	Oid			argtypes[1] = {INTERVALOID};
 	Datum		values[1] = {stream->retention};
 	SeRunAs		octx;
@@ -529,7 +523,7 @@ stream_item(void *arg, void *arg2)
 		if (deleted > 0)
 		{
 			rc = SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", stream->qualname), false, 1);
-			stream->emptied = (rc == SPI_OK_SELECT && SPI_processed == 0);
+			work->emptied = (rc == SPI_OK_SELECT && SPI_processed == 0);
 		}
 	}
 	PG_FINALLY();
@@ -550,7 +544,7 @@ stream_item(void *arg, void *arg2)
 static int64
 truncate_item(void *arg, void *arg2)
 {
-	StreamWork *stream = arg;
+	RetentionStream *stream = ((StreamWork *) arg)->stream;
 	SeRunAs		octx;
 	SPIPlanPtr	plan;
 	int			rc;
@@ -601,83 +595,32 @@ Datum
 stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext cxt = CurrentMemoryContext;
 	List	   *views = NIL;
 	List	   *streams = NIL;
 	Oid			me = GetUserId();
 	ListCell   *lc;
-	int			rc;
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	/* what is there to do, and for whom */
-	SPI_connect();
-	rc = SPI_execute("SELECT v.view::pg_catalog.oid, c.relowner, v.timezone, v.ttl, v.ttl_sql, v.expire_sql,"
-					 " sv.view IS NOT NULL"
-					 " FROM stream_ext.view_catalog v"
-					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.view"
-					 " LEFT JOIN stream_ext.session_views sv ON sv.view OPERATOR(pg_catalog.=) v.view"
-					 " ORDER BY 1", true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach(lc, catalog_housekeeping_views(InvalidOid))
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		MemoryContext old;
-		ViewWork   *w;
-		Datum		ttl;
+		ViewWork   *w = lfirst(lc);
 
-		if (!has_privs_of_role(me, owner))
-			continue;
-		old = MemoryContextSwitchTo(cxt);
-		w = palloc0(sizeof(ViewWork));
-		w->viewid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		w->owner = owner;
-		w->timezone = SPI_getvalue(tup, desc, 3);
-		ttl = SPI_getbinval(tup, desc, 4, &isnull);
-		if (!isnull)
-		{
-			w->ttl = datumCopy(ttl, false, sizeof(Interval));
-			w->ttl_sql = SPI_getvalue(tup, desc, 5);
-		}
-		w->expire_sql = SPI_getvalue(tup, desc, 6);
-		w->session = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
-		views = lappend(views, w);
-		MemoryContextSwitchTo(old);
+		if (has_privs_of_role(me, w->owner))
+			views = lappend(views, w);
 	}
-	rc = SPI_execute("SELECT s.stream::pg_catalog.oid, c.relowner, s.retention,"
-					 " pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
-					 " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)"
-					 " FROM stream_ext.stream_catalog s"
-					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.stream"
-					 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-					 " WHERE s.retention IS NOT NULL ORDER BY 1", true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog query failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach(lc, catalog_streams_with_retention())
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		MemoryContext old;
+		RetentionStream *stream = lfirst(lc);
 		StreamWork *w;
 
-		if (!has_privs_of_role(me, owner))
+		if (!has_privs_of_role(me, stream->owner))
 			continue;
-		old = MemoryContextSwitchTo(cxt);
 		w = palloc0(sizeof(StreamWork));
-		w->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		w->owner = owner;
-		w->retention = datumCopy(SPI_getbinval(tup, desc, 3, &isnull), false, sizeof(Interval));
-		w->qualname = SPI_getvalue(tup, desc, 4);
+		w->stream = stream;
 		streams = lappend(streams, w);
-		MemoryContextSwitchTo(old);
 	}
-	SPI_finish();
 
 	/* views first: their deletes hold no lock that inserts wait for */
 	foreach(lc, views)
@@ -702,8 +645,8 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 	{
 		StreamWork *w = lfirst(lc);
 
-		report(rsinfo, "retention", w->relid,
-			   run_item("retention", w->relid, stream_item, w, NULL));
+		report(rsinfo, "retention", w->stream->relid,
+			   run_item("retention", w->stream->relid, stream_item, w, NULL));
 		CHECK_FOR_INTERRUPTS();
 	}
 	/*
@@ -716,8 +659,8 @@ stream_ext_run_maintenance(PG_FUNCTION_ARGS)
 		StreamWork *w = lfirst(lc);
 
 		if (w->emptied && !IsTransactionBlock() &&
-			run_item("truncate", w->relid, truncate_item, w, NULL) == 1)
-			report(rsinfo, "truncate", w->relid, 0);
+			run_item("truncate", w->stream->relid, truncate_item, w, NULL) == 1)
+			report(rsinfo, "truncate", w->stream->relid, 0);
 	}
 	return (Datum) 0;
 }
@@ -817,43 +760,30 @@ schedule_job_id(bool replace, bool notice)
  * still succeeds, with a WARNING.
  */
 static void
+schedule_job_in_subxact(void *arg)
+{
+	(void) schedule_job_id(false, true);
+}
+
+static void
 ensure_job(void)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *edata;
 
 	if (!pg_cron_present())
 	{
 		(void) schedule_job_id(false, true);	/* the NOTICE */
 		return;
 	}
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		(void) schedule_job_id(false, true);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
-				 errmsg("could not schedule the pg_cron job " MAINTENANCE_JOB ": %s",
-						edata->message),
-				 errhint("Fix the cause and call SELECT stream_ext.schedule_maintenance(), or call SELECT stream_ext.run_maintenance() from another scheduler.")));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	edata = se_try_in_subxact(schedule_job_in_subxact, NULL, NULL, CurrentMemoryContext);
+	if (edata == NULL)
+		return;
+	ereport(WARNING,
+			(errcode(edata->sqlerrcode),
+			 errmsg("could not schedule the pg_cron job " MAINTENANCE_JOB ": %s",
+					edata->message),
+			 errhint("Fix the cause and call SELECT stream_ext.schedule_maintenance(), or call SELECT stream_ext.run_maintenance() from another scheduler.")));
+	FreeErrorData(edata);
 }
 
 /* unschedule this database's job; returns whether there was one */

@@ -13,6 +13,7 @@
 #include "fmgr.h"
 #include "nodes/pg_list.h"
 
+#include "core/catalog.h"
 #include "query/analyze.h"
 
 /* WITH (ttl = '7 days', ttl_column = 'minute') of a continuous view */
@@ -35,27 +36,16 @@ extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
 							 List *auxids);
 
 /*
- * One continuous view, as stream_ext.run_maintenance() sees it.  Per-view
- * work (TTL; window expiry plugs in the same way) is a MaintenanceViewTask
- * listed in view_tasks[] in retention.c, with a cheap applies() check.  A
- * task runs in its own subtransaction (an error is a WARNING, the rest of
- * maintenance goes on), as the view's owner, security-restricted, with
- * search_path = pg_catalog and the view's TimeZone, SPI connected and
- * inside se_maintenance_begin()/end() (materializations are writable).
- * It returns the number of rows it removed (reported by run_maintenance()),
- * or -1 to report nothing.
+ * Per-view work of stream_ext.run_maintenance() (TTL, window expiry,
+ * session compaction) is a MaintenanceViewTask listed in view_tasks[] in
+ * retention.c, with a cheap applies() check, over a MaintenanceView
+ * (core/catalog.h).  A task runs in its own subtransaction (an error is a
+ * WARNING, the rest of maintenance goes on), as the view's owner,
+ * security-restricted, with search_path = pg_catalog and the view's
+ * TimeZone, SPI connected and inside se_maintenance_begin()/end()
+ * (materializations are writable).  It returns the number of rows it
+ * removed (reported by run_maintenance()), or -1 to report nothing.
  */
-typedef struct MaintenanceView
-{
-	Oid			viewid;
-	Oid			owner;
-	char	   *timezone;
-	Datum		ttl;			/* Interval *, or 0 */
-	char	   *ttl_sql;		/* NULL: no TTL */
-	char	   *expire_sql;		/* sliding window expiry (windows/windows.c), or NULL */
-	bool		session;		/* a session window: compact its fragments */
-} MaintenanceView;
-
 typedef int64 (*MaintenanceViewTask) (MaintenanceView *view);
 
 extern void retention_init(void);

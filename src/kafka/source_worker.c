@@ -74,6 +74,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "core/util.h"
 #include "kafka/decode.h"
 #include "kafka/source.h"
 #include "kafka/bulk_insert.h"
@@ -950,21 +951,6 @@ transient_error(int sqlerrcode)
 	}
 }
 
-/* the error being caught, copied into cxt; leaves the error state clean */
-static ErrorData *
-catch_error(MemoryContext cxt)
-{
-	ErrorData  *edata;
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-
-	edata = CopyErrorData();
-	FlushErrorState();
-	if (edata->message == NULL)
-		edata->message = pstrdup("unknown error");
-	MemoryContextSwitchTo(old);
-	return edata;
-}
-
 /*
  * After a subtransaction that failed with edata was rolled back: a
  * transient error is not the message's fault, so it goes on up to
@@ -977,6 +963,32 @@ rethrow_transient(ErrorData *edata)
 		ReThrowError(edata);
 }
 
+/* one INSERT of insert_in_subxact() */
+typedef struct InsertCall
+{
+	const char *sql;
+	HeapTuple  *tuples;
+	int			ntuples;
+	bool	   *unsupported;
+} InsertCall;
+
+static void
+insert_call(void *arg)
+{
+	InsertCall *call = arg;
+
+	if (call->sql == NULL)
+		*call->unsupported = !kafka_bulk_insert(W.stream, W.dec->tupdesc, W.attnums,
+												call->tuples, call->ntuples);
+	else
+	{
+		int			ret = SPI_execute(call->sql, false, 0);
+
+		if (ret != SPI_OK_INSERT)
+			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
+	}
+}
+
 /*
  * Run one INSERT of the batch (or of a part of it) in a subtransaction:
  * the statement sql, or with sql NULL the ntuples tuples through
@@ -987,37 +999,11 @@ rethrow_transient(ErrorData *edata)
  */
 static char *
 insert_in_subxact(const char *sql, HeapTuple *tuples, int ntuples,
-				  bool *unsupported, MemoryContext oldcxt)
+				  bool *unsupported)
 {
-	ResourceOwner oldowner = CurrentResourceOwner;
-	ErrorData  *volatile edata = NULL;
+	InsertCall	call = {sql, tuples, ntuples, unsupported};
+	ErrorData  *edata = se_try_in_subxact(insert_call, &call, NULL, W.batch_cxt);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		if (sql == NULL)
-			*unsupported = !kafka_bulk_insert(W.stream, W.dec->tupdesc, W.attnums,
-											   tuples, ntuples);
-		else
-		{
-			int			ret = SPI_execute(sql, false, 0);
-
-			if (ret != SPI_OK_INSERT)
-				elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(ret));
-		}
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		edata = catch_error(W.batch_cxt);
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_END_TRY();
 	if (edata == NULL)
 		return NULL;
 	rethrow_transient(edata);
@@ -1034,7 +1020,7 @@ static char *
 insert_tuples(HeapTuple *tuples, int ntuples, MemoryContext oldcxt)
 {
 	bool		unsupported = false;
-	char	   *msg = insert_in_subxact(NULL, tuples, ntuples, &unsupported, oldcxt);
+	char	   *msg = insert_in_subxact(NULL, tuples, ntuples, &unsupported);
 
 	if (msg == NULL && unsupported)
 	{
@@ -1047,7 +1033,7 @@ insert_tuples(HeapTuple *tuples, int ntuples, MemoryContext oldcxt)
 			tuplestore_puttuple(ts, tuples[i]);
 		MemoryContextSwitchTo(oldcxt);
 		register_enr(BATCH_ENR_NAME, ts, ntuples);
-		msg = insert_in_subxact(W.insert_sql, NULL, 0, NULL, oldcxt);
+		msg = insert_in_subxact(W.insert_sql, NULL, 0, NULL);
 		SPI_unregister_relation(BATCH_ENR_NAME);
 		tuplestore_end(ts);
 	}
@@ -1085,6 +1071,48 @@ isolate_bad_rows(HeapTuple *tuples, const int *tuple_msg, int ntuples, char *msg
 						 dead, ndead, oldcxt);
 }
 
+/* decode_batch()'s progress: where it is, what it has made */
+typedef struct DecodeRun
+{
+	Batch	   *b;
+	int			i;				/* the next message */
+	int			ntuples;
+	int			ndead;
+	uint64		nbytes;
+} DecodeRun;
+
+/* decode from message run->i on, until the end or an error */
+static void
+decode_run(void *arg)
+{
+	DecodeRun  *run = arg;
+	Batch	   *b = run->b;
+
+	for (; run->i < W.nmsgs; run->i++)
+	{
+		rd_kafka_message_t *m = W.msgs[run->i];
+		KafkaMessage km;
+
+		run->nbytes += m->len;
+		if (m->len > (size_t) W.opts.max_message_bytes)
+		{
+			MemoryContextSwitchTo(W.batch_cxt);
+			b->dead[run->ndead].msgidx = run->i;
+			b->dead[run->ndead].error = psprintf("message of %zu bytes exceeds max_message_bytes (%d)",
+												 m->len, W.opts.max_message_bytes);
+			run->ndead++;
+			MemoryContextSwitchTo(W.msg_cxt);
+			continue;
+		}
+		msg_to_kafka_message(m, &km);
+		/* the tuple outlives the message's scratch memory */
+		b->tuples[run->ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
+		b->tuple_msg[run->ntuples] = run->i;
+		run->ntuples++;
+		MemoryContextReset(W.msg_cxt);
+	}
+}
+
 /*
  * Decode W.msgs[0..nmsgs) into b's tuples.  One subtransaction covers the
  * whole run of good messages; a bad one aborts it, becomes a dead letter,
@@ -1093,72 +1121,31 @@ isolate_bad_rows(HeapTuple *tuples, const int *tuple_msg, int ntuples, char *msg
  * error and decoding stops there.
  */
 static void
-decode_batch(Batch *b, MemoryContext oldcxt)
+decode_batch(Batch *b)
 {
-	/* modified inside PG_TRY blocks, read after a longjmp: volatile */
-	volatile int ntuples = 0;
-	volatile int ndead = 0;
-	volatile int i = 0;
-	volatile uint64 nbytes = 0;
-	char	   *volatile stop_error = NULL;
-	ResourceOwner oldowner;
+	DecodeRun	run = {b, 0, 0, 0, 0};
+	char	   *stop_error = NULL;
 
-	while (i < W.nmsgs && stop_error == NULL)
+	while (run.i < W.nmsgs && stop_error == NULL)
 	{
-		oldowner = CurrentResourceOwner;
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(W.msg_cxt);
-		PG_TRY();
-		{
-			for (; i < W.nmsgs; i++)
-			{
-				rd_kafka_message_t *m = W.msgs[i];
-				KafkaMessage km;
+		ErrorData  *edata = se_try_in_subxact(decode_run, &run, W.msg_cxt, W.batch_cxt);
 
-				nbytes += m->len;
-				if (m->len > (size_t) W.opts.max_message_bytes)
-				{
-					MemoryContextSwitchTo(W.batch_cxt);
-					b->dead[ndead].msgidx = i;
-					b->dead[ndead].error = psprintf("message of %zu bytes exceeds max_message_bytes (%d)",
-													m->len, W.opts.max_message_bytes);
-					ndead++;
-					MemoryContextSwitchTo(W.msg_cxt);
-					continue;
-				}
-				msg_to_kafka_message(m, &km);
-				/* the tuple outlives the message's scratch memory */
-				b->tuples[ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
-				b->tuple_msg[ntuples] = i;
-				ntuples++;
-				MemoryContextReset(W.msg_cxt);
-			}
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-		}
-		PG_CATCH();
+		if (edata != NULL)
 		{
-			ErrorData  *edata = catch_error(W.batch_cxt);
-
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
 			MemoryContextReset(W.msg_cxt);
 			rethrow_transient(edata);
-			b->dead[ndead].msgidx = i;
-			b->dead[ndead].error = edata->message;
-			ndead++;
-			i++;
+			b->dead[run.ndead].msgidx = run.i;
+			b->dead[run.ndead].error = edata->message;
+			run.ndead++;
+			run.i++;
 		}
-		PG_END_TRY();
 		/* the oversize path may also have added dead letters */
-		if (ndead > 0 && W.opts.on_error == KAFKA_ON_ERROR_STOP)
+		if (run.ndead > 0 && W.opts.on_error == KAFKA_ON_ERROR_STOP)
 			stop_error = b->dead[0].error;
 	}
-	b->ntuples = ntuples;
-	b->ndead = ndead;
-	b->nbytes = nbytes;
+	b->ntuples = run.ntuples;
+	b->ndead = run.ndead;
+	b->nbytes = run.nbytes;
 	b->stop_error = stop_error;
 }
 
@@ -1277,7 +1264,7 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 	batch_next = palloc(sizeof(int64) * W.nmine);
 	MemoryContextSwitchTo(oldcxt);
 
-	decode_batch(&b, oldcxt);
+	decode_batch(&b);
 	insert_batch(&b, oldcxt);
 
 	if (b.stop_error != NULL)

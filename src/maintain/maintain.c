@@ -719,68 +719,73 @@ rel_qualified_name(Oid relid)
 									  get_rel_name(relid));
 }
 
+/* share_plan()'s work, run by se_try_in_subxact() */
+typedef struct SharePlanCall
+{
+	MaintView  *view;
+	MemoryContext cxt;
+	CVPlan	   *result;
+	char	   *key;
+} SharePlanCall;
+
+static void
+share_plan_body(void *arg)
+{
+	SharePlanCall *call = arg;
+	MaintView  *view = call->view;
+	SeRunAs		runas;
+	List	   *raw;
+	Query	   *query;
+	CVWindow   *hop = NULL;
+	CVPlan	   *plan;
+	char	   *mq;
+	MemoryContext old;
+
+	se_run_as_owner(&runas, view->cat.owner, view->cat.timezone);
+	old = MemoryContextSwitchTo(call->cxt);
+	plan = palloc0(sizeof(CVPlan));
+	raw = raw_parser(view->cat.query_sql, RAW_PARSE_DEFAULT);
+	if (list_length(raw) == 1)
+	{
+		query = parse_analyze_fixedparams(linitial_node(RawStmt, raw),
+										  view->cat.query_sql, NULL, 0, NULL);
+		query = window_rewrite_hop(query, view->cat.query_sql, &hop);
+		cv_analyze(query, view->cat.query_sql,
+				   cv_view_column_aliases(view->cat.viewid), hop, plan);
+		window_apply_options(plan, NIL, false);
+		mq = rel_qualified_name(view->cat.matrelid);
+		if (plan->streamid == view->cat.streamid &&
+			strcmp(OidIsValid(view->cat.deltaid) ?
+				   cv_maintain_append_sql(plan, rel_qualified_name(view->cat.deltaid),
+										  CV_NEW_ROWS) :
+				   cv_maintain_sql(plan, mq, CV_NEW_ROWS),
+				   view->cat.maintain_sql) == 0)
+		{
+			call->result = plan;
+			call->key = share_key(view, plan);
+		}
+	}
+	MemoryContextSwitchTo(old);
+	se_restore(&runas);
+}
+
 static CVPlan *
 share_plan(MaintView *view, MemoryContext cxt, char **key)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	CVPlan	   *result = NULL;
+	SharePlanCall call = {view, cxt, NULL, NULL};
+	ErrorData  *edata;
 
 	if (view->lateness || view->cat.query_sql == NULL)
 		return NULL;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller);
-	PG_TRY();
+	/* any error: the view runs alone */
+	edata = se_try_in_subxact(share_plan_body, &call, NULL, CurrentMemoryContext);
+	if (edata != NULL)
 	{
-		SeRunAs		runas;
-		List	   *raw;
-		Query	   *query;
-		CVWindow   *hop = NULL;
-		CVPlan	   *plan;
-		char	   *mq;
-		MemoryContext old;
-
-		se_run_as_owner(&runas, view->cat.owner, view->cat.timezone);
-		old = MemoryContextSwitchTo(cxt);
-		plan = palloc0(sizeof(CVPlan));
-		raw = raw_parser(view->cat.query_sql, RAW_PARSE_DEFAULT);
-		if (list_length(raw) == 1)
-		{
-			query = parse_analyze_fixedparams(linitial_node(RawStmt, raw),
-											  view->cat.query_sql, NULL, 0, NULL);
-			query = window_rewrite_hop(query, view->cat.query_sql, &hop);
-			cv_analyze(query, view->cat.query_sql,
-					   cv_view_column_aliases(view->cat.viewid), hop, plan);
-			window_apply_options(plan, NIL, false);
-			mq = rel_qualified_name(view->cat.matrelid);
-			if (plan->streamid == view->cat.streamid &&
-				strcmp(OidIsValid(view->cat.deltaid) ?
-					   cv_maintain_append_sql(plan, rel_qualified_name(view->cat.deltaid),
-											  CV_NEW_ROWS) :
-					   cv_maintain_sql(plan, mq, CV_NEW_ROWS),
-					   view->cat.maintain_sql) == 0)
-			{
-				result = plan;
-				*key = share_key(view, plan);
-			}
-		}
-		MemoryContextSwitchTo(old);
-		se_restore(&runas);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller);
-		CurrentResourceOwner = owner;
+		FreeErrorData(edata);
+		return NULL;
 	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(caller);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller);
-		CurrentResourceOwner = owner;
-		result = NULL;
-	}
-	PG_END_TRY();
-	return result;
+	*key = call.key;
+	return call.result;
 }
 
 /* what views must have in common to share a statement */

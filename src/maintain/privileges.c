@@ -31,9 +31,7 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -42,7 +40,6 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
-#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -284,25 +281,29 @@ static HTAB *invalid_set = NULL;
 static MemoryContext invalid_cxt = NULL;
 static uint64 invalid_set_generation = 0;
 
-/* stream_ext.invalid_objects, or InvalidOid (not installed, or older) */
-static Oid
-invalid_objects_relid(void)
+/* (re)load the set of invalid objects of this database if stale */
+static void
+invalid_set_locked(void *arg)
 {
-	Oid			nspid = get_namespace_oid("stream_ext", true);
-
-	return OidIsValid(nspid) ? get_relname_relid("invalid_objects", nspid) : InvalidOid;
+	/* taking the lock may have processed invalidations: note it after */
+	*(uint64 *) arg = priv_generation;
 }
 
-/* (re)load the set of invalid objects of this database if stale */
+static void
+invalid_set_add(Oid object, const char *kind, const char *reason, void *arg)
+{
+	InvalidEntry *entry = hash_search(invalid_set, &object, HASH_ENTER, NULL);
+
+	entry->kind = MemoryContextStrdup(invalid_cxt, kind);
+	entry->reason = MemoryContextStrdup(invalid_cxt, reason);
+}
+
 static void
 load_invalid_set(void)
 {
 	HASHCTL		ctl;
-	Oid			relid;
-	Relation	rel;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	uint64		generation;
+	uint64		generation = priv_generation;
+	InvalidObjectsReader reader = {invalid_set_locked, invalid_set_add, &generation};
 
 	if (invalid_set != NULL && invalid_set_generation == priv_generation)
 		return;
@@ -317,44 +318,18 @@ load_invalid_set(void)
 	ctl.hcxt = invalid_cxt;
 	invalid_set = hash_create("stream_ext invalid objects", 16, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	/* taking the lock may process invalidations: note the generation after */
-	relid = invalid_objects_relid();
-	if (!OidIsValid(relid))
+	switch (catalog_scan_invalid_objects(&reader))
 	{
-		invalid_set_generation = priv_generation;
-		return;
+		case CATALOG_SCAN_NO_TABLE:
+			invalid_set_generation = priv_generation;
+			break;
+		case CATALOG_SCAN_BUSY:
+			/* left empty until the lock is released: loaded again next time */
+			break;
+		case CATALOG_SCAN_DONE:
+			invalid_set_generation = generation;
+			break;
 	}
-	/*
-	 * Never wait for the lock: this runs in the planner, after the query's
-	 * own relations are locked, and DROP EXTENSION locks this table before
-	 * others -- waiting here could deadlock with it.  Only a role that may
-	 * drop, truncate or lock the table holds a conflicting lock; until it is
-	 * released the set is left empty and is loaded again next time.
-	 */
-	if (!ConditionalLockRelationOid(relid, AccessShareLock))
-		return;
-	rel = table_open(relid, NoLock);
-	generation = priv_generation;
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		bool		isnull;
-		Datum		obj = heap_getattr(tup, 1, RelationGetDescr(rel), &isnull);
-		Datum		kind;
-		Datum		reason;
-		InvalidEntry *entry;
-
-		if (isnull)
-			continue;
-		entry = hash_search(invalid_set, &obj, HASH_ENTER, NULL);
-		kind = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
-		entry->kind = isnull ? "" : MemoryContextStrdup(invalid_cxt, TextDatumGetCString(kind));
-		reason = heap_getattr(tup, 3, RelationGetDescr(rel), &isnull);
-		entry->reason = isnull ? "" : MemoryContextStrdup(invalid_cxt, TextDatumGetCString(reason));
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	invalid_set_generation = generation;
 }
 
 /* why relid (a continuous view or transform) is invalid, or NULL */
@@ -377,30 +352,13 @@ priv_invalid_reason(Oid relid)
 void
 priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 {
-	Oid			argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	SeRunAs		runas;
-	int			rc;
-
-	if (!OidIsValid(invalid_objects_relid()))
+	if (!OidIsValid(catalog_invalid_objects_relid()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cannot maintain %s \"%s\": %s", kind, get_rel_name(relid), reason),
 				 errhint("Run ALTER EXTENSION stream_ext UPDATE, then insert again: the %s will be marked invalid and the insert will succeed.",
 						 kind)));
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = CStringGetTextDatum(kind);
-	values[2] = CStringGetTextDatum(reason);
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	rc = SPI_execute_with_args("INSERT INTO stream_ext.invalid_objects (object, kind, reason)"
-							   " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-							   3, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "could not record invalid %s %u: %s", kind, relid,
-			 SPI_result_code_string(rc));
-	SPI_finish();
-	se_restore(&runas);
+	catalog_insert_invalid_object(relid, kind, reason);
 	/* other backends reload their set, and replan queries reading it */
 	CacheInvalidateRelcacheByRelid(relid);
 	ereport(WARNING,

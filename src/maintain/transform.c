@@ -126,19 +126,7 @@ cv_check_view_options(CVOptions *opts)
 void
 cv_record_notify(Oid viewid, const char *channel)
 {
-	Oid			argtypes[2] = {OIDOID, TEXTOID};
-	Datum		values[2];
-	SeRunAs		runas;
-
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = CStringGetTextDatum(channel);
-	se_run_as_catalog_owner(&runas);
-	SPI_connect();
-	if (SPI_execute_with_args("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
-							  2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "stream_ext: could not record notify channel");
-	SPI_finish();
-	se_restore(&runas);
+	catalog_set_view_notify(viewid, channel);
 }
 
 /* ---- CREATE ----------------------------------------------------------------- */
@@ -218,28 +206,10 @@ transform_check_query(Query *q)
 static void
 check_cycle(const char *name, Oid source, Oid output)
 {
-	Oid			argtypes[2] = {OIDOID, OIDOID};
-	Datum		values[2] = {ObjectIdGetDatum(output), ObjectIdGetDatum(source)};
-	int			rc;
+	char	   *path = catalog_transform_path(output, source);
 
-	rc = SPI_execute_with_args(
-							   "WITH RECURSIVE walk(stream, seen, path) AS ("
-							   " SELECT $1::pg_catalog.regclass, ARRAY[$1::pg_catalog.oid],"
-							   "        $1::pg_catalog.regclass::pg_catalog.text"
-							   " UNION ALL"
-							   " SELECT t.output_stream, w.seen || t.output_stream::pg_catalog.oid,"
-							   "        w.path || ' -> ' || t.transform::pg_catalog.text"
-							   "        || ' -> ' || t.output_stream::pg_catalog.text"
-							   "   FROM walk w JOIN stream_ext.transform_catalog t ON t.stream = w.stream"
-							   "  WHERE t.output_stream IS NOT NULL"
-							   "    AND t.output_stream::pg_catalog.oid <> ALL (w.seen))"
-							   " SELECT path FROM walk WHERE stream = $2::pg_catalog.regclass LIMIT 1",
-							   2, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext: cycle check failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
+	if (path != NULL)
 	{
-		char	   *path = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		char	   *src = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
 													 get_rel_name(source));
 
@@ -365,9 +335,6 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	char	   *definition;
 	char	   *trigname;
 	SeRunAs		runas;
-	Oid			argtypes[8] = {OIDOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[8];
-	char		nulls[8] = "        ";
 
 	catalog_require_table("transform_catalog", "continuous transforms");
 	streamid = transform_check_query(query);
@@ -401,8 +368,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 				 errmsg("CREATE VIEW specifies more column names than columns")));
 
 	/* one transform creation at a time: the cycle check sees all others */
-	LockRelationOid(get_relname_relid("transform_catalog", get_namespace_oid("stream_ext", false)),
-					ShareRowExclusiveLock);
+	catalog_lock_transforms();
 	LockRelationOid(streamid, ShareRowExclusiveLock);
 
 	if (opts->output_stream)
@@ -499,26 +465,8 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 						 DEPENDENCY_AUTO);
 	CommandCounterIncrement();
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = ObjectIdGetDatum(streamid);
-	values[2] = ObjectIdGetDatum(outid);
-	nulls[2] = OidIsValid(outid) ? ' ' : 'n';
-	values[3] = ObjectIdGetDatum(tableid);
-	nulls[3] = OidIsValid(tableid) ? ' ' : 'n';
-	values[4] = CStringGetTextDatum(definition);
-	values[5] = CStringGetTextDatum(collist.data);
-	values[6] = CStringGetTextDatum(select_sql);
-	values[7] = opts->notify ? CStringGetTextDatum(opts->notify) : (Datum) 0;
-	nulls[7] = opts->notify ? ' ' : 'n';
-	se_run_as_catalog_owner(&runas);
-	if (SPI_execute_with_args("INSERT INTO stream_ext.transform_catalog"
-							  " (transform, stream, output_stream, output_table, definition,"
-							  "  columns, select_sql, notify, timezone)"
-							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-							  " pg_catalog.current_setting('TimeZone'))",
-							  8, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "stream_ext: could not record continuous transform");
-	se_restore(&runas);
+	catalog_insert_transform(viewid, streamid, outid, tableid, definition,
+							 collist.data, select_sql, opts->notify);
 
 	/*
 	 * A transform into a table starts from what the stream holds, like an
@@ -573,44 +521,27 @@ transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	Trigger    *trigger = trigdata->tg_trigger;
 	Oid			viewid;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1];
-	int			rc;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
+	TransformCatalogEntry tc;
 	MemoryContext old;
 
 	viewid = relid_from_trigger_arg(trigger->tgargs[0]);
-	values[0] = ObjectIdGetDatum(viewid);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
-	catalog_read_latest_begin();
-	rc = SPI_execute_with_args("SELECT t.stream::oid, coalesce(t.output_stream, t.output_table)::oid,"
-							   " c.relowner, t.columns, t.select_sql, t.notify, t.timezone"
-							   " FROM stream_ext.transform_catalog t"
-							   " JOIN pg_catalog.pg_class c ON c.oid = t.transform"
-							   " WHERE t.transform = $1",
-							   1, argtypes, values, NULL, true, 1);
-	catalog_read_latest_end();
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+	if (!catalog_lookup_transform(viewid, &tc, entry->cxt))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("continuous transform %s does not exist", trigger->tgargs[0]),
 				 errdetail("Trigger \"%s\" maintains it.", trigger->tgname)));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 	old = MemoryContextSwitchTo(entry->cxt);
 	entry->objid = viewid;
-	entry->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->streamid = tc.streamid;
 	entry->relids[0] = viewid;
 	entry->relids[1] = entry->streamid;
-	entry->relids[2] = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-	entry->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->relids[2] = tc.targetid;
+	entry->owner = tc.owner;
 	/* the statement */
-	entry->kind = transform_sql(entry->relids[2], SPI_getvalue(tup, desc, 4),
-								SPI_getvalue(tup, desc, 5));
-	entry->notify = SPI_getvalue(tup, desc, 6);
-	entry->timezone = SPI_getvalue(tup, desc, 7);
+	entry->kind = transform_sql(tc.targetid, tc.columns, tc.select_sql);
+	entry->notify = tc.notify;
+	entry->timezone = tc.timezone;
 	entry->error_context =
 		psprintf("continuous transform %s (statement in stream_ext.transform_catalog)",
 				 qualified_name(viewid));

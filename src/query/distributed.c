@@ -21,7 +21,6 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "parser/analyze.h"
@@ -31,6 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "core/catalog.h"
 #include "query/analyze.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_distributed_select_sql);
@@ -58,12 +58,10 @@ stream_ext_distributed_select_sql(PG_FUNCTION_ARGS)
 	Datum	   *parts;
 	bool	   *nulls;
 	int			nparts;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1];
+	ViewDefinitionEntry stored;
 	char	   *definition;
 	Oid			matrelid;
 	Oid			streamid;
-	bool		isnull;
 	List	   *raw;
 	Query	   *query;
 	CVPlan		plan;
@@ -79,33 +77,20 @@ stream_ext_distributed_select_sql(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a distributed view needs at least one node")));
 
-	SPI_connect();
-	args[0] = ObjectIdGetDatum(viewid);
-	if (SPI_execute_with_args("SELECT definition, matrel::oid, stream::oid, "
-							  "window_kind IS NOT NULL AND window_kind <> 'tumbling', "
-							  "EXISTS (SELECT FROM stream_ext.session_views s WHERE s.view = c.view), "
-							  "EXISTS (SELECT FROM stream_ext.lateness_views l WHERE l.view = c.view) "
-							  "FROM stream_ext.view_catalog c WHERE c.view = $1",
-							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "cannot read stream_ext.view_catalog");
-	if (SPI_processed == 0)
+	if (!catalog_lookup_view_definition(viewid, &stored))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a continuous view",
 						DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(viewid))))));
-	definition = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	matrelid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	streamid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)) ||
-		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull)) ||
-		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull)))
+	if (stored.overlapping_window || stored.session || stored.lateness)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("continuous view \"%s\" cannot be distributed", get_rel_name(viewid)),
 				 errdetail("Hopping and sliding windows, session windows and allowed_lateness are not supported across nodes; tumbling windows are."),
 				 errhint("See docs/scale-out.md.")));
-	definition = strcpy(SPI_palloc(strlen(definition) + 1), definition);
-	SPI_finish();
+	definition = stored.definition;
+	matrelid = stored.matrelid;
+	streamid = stored.streamid;
 
 	/* the plan, as CREATE VIEW made it (the definition is schema-qualified) */
 	raw = raw_parser(definition, RAW_PARSE_DEFAULT);

@@ -27,7 +27,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
@@ -39,6 +38,7 @@
 #include "utils/ruleutils.h"
 
 #include "core/catalog.h"
+#include "core/util.h"
 #include "query/joins.h"
 
 typedef struct FromCheck
@@ -418,28 +418,16 @@ collect_refs_walker(Node *node, RestoreContext *rc)
 static bool
 dependency_exists(const ObjectAddress *obj, const ObjectAddress *ref)
 {
-	Oid			argtypes[4] = {OIDOID, OIDOID, OIDOID, INT4OID};
-	Datum		values[4];
-
-	values[0] = ObjectIdGetDatum(obj->objectId);
-	values[1] = ObjectIdGetDatum(ref->classId);
-	values[2] = ObjectIdGetDatum(ref->objectId);
-	values[3] = Int32GetDatum(ref->objectSubId);
-	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend"
-							  " WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
-							  " AND objid = $1 AND refclassid = $2 AND refobjid = $3"
-							  " AND refobjsubid = $4",
-							  4, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext: pg_depend lookup failed");
-	return SPI_processed > 0;
+	return se_dependency_exists(obj->classId, obj->objectId, ref->classId,
+								ref->objectId, ref->objectSubId);
 }
 
 /*
  * pg_dump does not dump dependencies.  Re-record those of objid (a
  * materialization or a transform) on the tables its generated SQL joins:
  * the SQL is schema-qualified and names joined tables t<i>, so its raw
- * parse tree says which tables and columns it reads.  The caller is
- * connected to SPI.  Returns the number of dependencies recorded.
+ * parse tree says which tables and columns it reads.  Returns the number
+ * of dependencies recorded.
  */
 int
 joins_restore_dependencies(const char *sql, Oid objid)

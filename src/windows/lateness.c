@@ -73,8 +73,6 @@
 #include "windows/windows.h"
 
 static void emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull);
-static void raise_max_event_time(Oid viewid, Datum ts, bool isnull);
-static Datum read_watermark(Oid viewid, bool lock, bool *isnull);
 
 static Interval *
 parse_lateness(const char *text)
@@ -461,12 +459,7 @@ void
 lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 				const char *stream_sql, const char *view_sql)
 {
-	Datum		values[5];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	Oid			types6[6];
-	Datum		vals6[6];
 	char	   *emit_sql = NULL;
-	SeRunAs		runas;
 	char	   *late_sql;
 	char	   *max_sql;
 	char	   *backfill_sql;
@@ -498,23 +491,6 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 							view_sql, end, end, quote_identifier(spec->window_column));
 	}
 
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = CStringGetTextDatum(DatumGetCString(DirectFunctionCall1(interval_out,
-																		IntervalPGetDatum(spec->lateness))));
-	values[2] = CStringGetTextDatum(late_sql);
-	values[3] = CStringGetTextDatum(max_sql);
-	if (emit_sql)
-		values[4] = CStringGetTextDatum(emit_sql);
-	else
-		nulls[4] = 'n';
-
-	types6[0] = OIDOID;
-	types6[1] = types6[2] = types6[3] = types6[4] = TEXTOID;
-	types6[5] = OIDOID;
-	memcpy(vals6, values, sizeof(values));
-	vals6[5] = ObjectIdGetDatum(spec->output_relid);
-	nulls[5] = spec->emit_on_close ? ' ' : 'n';
-
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
@@ -528,17 +504,14 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	first_max = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 							  &first_max_isnull);
 
-	se_run_as_catalog_owner(&runas);
-	if (SPI_execute_with_args("INSERT INTO stream_ext.lateness_views (view, allowed_lateness, late_sql, max_sql,"
-							  " emit_sql, output_stream)"
-							  " VALUES ($1::pg_catalog.regclass, $2::pg_catalog.interval, $3, $4, $5,"
-							  " $6::pg_catalog.regclass)",
-							  6, types6, vals6, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "stream_ext: recording allowed_lateness failed");
+	catalog_insert_lateness_view(viewid,
+								 DatumGetCString(DirectFunctionCall1(interval_out,
+																	 IntervalPGetDatum(spec->lateness))),
+								 late_sql, max_sql, emit_sql,
+								 spec->emit_on_close ? spec->output_relid : InvalidOid);
 	/* the view's watermark row exists from now on: writers lock it */
-	raise_max_event_time(viewid, first_max, first_max_isnull);
+	catalog_raise_max_event_time(viewid, first_max, first_max_isnull);
 	SPI_finish();
-	se_restore(&runas);
 
 	/* windows the backfilled rows already closed are final now */
 	if (emit_sql)
@@ -562,35 +535,17 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 LatenessInfo *
 lateness_lookup(Oid viewid, MemoryContext mcxt)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	LatenessInfo *info = NULL;
+	LatenessCatalogEntry entry;
+	LatenessInfo *info;
 
-	/* a database not yet updated to 0.2 has no such table: no lateness */
-	if (!OidIsValid(get_relname_relid("lateness_views",
-									  get_namespace_oid("stream_ext", true))))
+	if (!catalog_lookup_lateness(viewid, &entry, mcxt))
 		return NULL;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT allowed_lateness, late_sql, max_sql, emit_sql FROM stream_ext.lateness_views"
-							  " WHERE view = $1::pg_catalog.regclass",
-							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		MemoryContext old = MemoryContextSwitchTo(mcxt);
-
-		info = palloc0(sizeof(LatenessInfo));
-		info->viewid = viewid;
-		info->lateness = *DatumGetIntervalP(SPI_getbinval(tup, desc, 1, &isnull));
-		info->late_sql = SPI_getvalue(tup, desc, 2);
-		info->max_sql = SPI_getvalue(tup, desc, 3);
-		info->emit_sql = SPI_getvalue(tup, desc, 4);	/* NULL if none */
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
+	info = MemoryContextAllocZero(mcxt, sizeof(LatenessInfo));
+	info->viewid = viewid;
+	info->lateness = entry.lateness;
+	info->late_sql = entry.late_sql;
+	info->max_sql = entry.max_sql;
+	info->emit_sql = entry.emit_sql;
 	return info;
 }
 
@@ -601,68 +556,14 @@ lateness_lookup(Oid viewid, MemoryContext mcxt)
 TimestampTz
 lateness_begin_batch(LatenessInfo *info, bool *isnull)
 {
-	Datum		wm = read_watermark(info->viewid, true, isnull);
-
-	return *isnull ? 0 : DatumGetTimestampTz(wm);
+	return catalog_watermark(info->viewid, true, isnull);
 }
 
 /* The current watermark, not locked (stream_ext.explain()); SPI connected */
 TimestampTz
 lateness_peek_watermark(Oid viewid, bool *isnull)
 {
-	Datum		wm = read_watermark(viewid, false, isnull);
-
-	return *isnull ? 0 : DatumGetTimestampTz(wm);
-}
-
-/*
- * The view's newest event time becomes at least TS (ISNULL: none yet, the
- * row is still made).  Runs as the catalog owner, in the caller's SPI
- * connection.
- */
-static void
-raise_max_event_time(Oid viewid, Datum ts, bool isnull)
-{
-	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
-	Datum		values[2] = {ObjectIdGetDatum(viewid), ts};
-	char		nulls[2] = {' ', isnull ? 'n' : ' '};
-	SeRunAs		runas;
-
-	se_run_as_catalog_owner(&runas);
-	if (SPI_execute_with_args("INSERT INTO stream_ext.watermarks AS w (view, max_event_time)"
-							  " VALUES ($1::pg_catalog.regclass, $2)"
-							  " ON CONFLICT (view) DO UPDATE SET max_event_time ="
-							  " GREATEST(w.max_event_time, excluded.max_event_time)",
-							  2, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "stream_ext: advancing the watermark failed");
-	se_restore(&runas);
-}
-
-/*
- * The view's watermark now (max event time minus allowed_lateness); not a
- * read-only query, so that it sees what this command just wrote.  LOCK:
- * FOR UPDATE, as a batch needs it.  In the caller's SPI connection.
- */
-static Datum
-read_watermark(Oid viewid, bool lock, bool *isnull)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	SeRunAs		runas;
-	Datum		wm = 0;
-
-	*isnull = true;
-	se_run_as_catalog_owner(&runas);
-	if (SPI_execute_with_args(psprintf("SELECT w.max_event_time OPERATOR(pg_catalog.-) l.allowed_lateness"
-									   " FROM stream_ext.watermarks w JOIN stream_ext.lateness_views l USING (view)"
-									   " WHERE w.view = $1::pg_catalog.regclass%s",
-									   lock ? " FOR UPDATE OF w" : ""),
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext: reading the watermark failed");
-	if (SPI_processed == 1)
-		wm = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
-	se_restore(&runas);
-	return wm;
+	return catalog_watermark(viewid, false, isnull);
 }
 
 /*
@@ -677,12 +578,12 @@ emit_closed(LatenessInfo *info, TimestampTz old, bool old_isnull)
 	Datum		values[2];
 	char		nulls[2] = {old_isnull ? 'n' : ' ', ' '};
 	bool		isnull;
-	Datum		now_wm = read_watermark(info->viewid, false, &isnull);
+	TimestampTz now_wm = catalog_watermark(info->viewid, false, &isnull);
 
-	if (isnull || (!old_isnull && DatumGetTimestampTz(now_wm) <= old))
+	if (isnull || (!old_isnull && now_wm <= old))
 		return;					/* no window closed */
 	values[0] = TimestampTzGetDatum(old);
-	values[1] = now_wm;
+	values[1] = TimestampTzGetDatum(now_wm);
 	if (SPI_execute_with_args(info->emit_sql, 2, argtypes, values, nulls,
 							  false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: emitting closed windows failed");
@@ -715,7 +616,7 @@ lateness_end_batch(LatenessInfo *info, TimestampTz wm, bool wm_isnull)
 		elog(ERROR, "stream_ext: reading the batch's event time failed");
 	batch_max = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
-		raise_max_event_time(info->viewid, batch_max, false);
+		catalog_raise_max_event_time(info->viewid, batch_max, false);
 	if (info->emit_sql)
 		emit_closed(info, wm, wm_isnull);
 }
@@ -743,15 +644,10 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 	TimestampTz old;
 	bool		old_isnull;
 	SeRunAs		octx;
-	Datum		result;
+	TimestampTz result;
 	bool		isnull;
 
-	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
-	if (!pg_class_ownercheck(viewid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
+	catalog_get_view(viewid, &entry, true);
 	info = lateness_lookup(viewid, CurrentMemoryContext);
 	if (info == NULL)
 		ereport(ERROR,
@@ -763,13 +659,13 @@ stream_ext_advance_watermark(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	old = lateness_begin_batch(info, &old_isnull);
-	raise_max_event_time(viewid, TimestampTzGetDatum(to), false);
-	result = read_watermark(viewid, false, &isnull);
+	catalog_raise_max_event_time(viewid, TimestampTzGetDatum(to), false);
+	result = catalog_watermark(viewid, false, &isnull);
 	if (info->emit_sql)
 		emit_closed(info, old, old_isnull);
 	SPI_finish();
 	se_restore(&octx);
 	if (isnull)
 		PG_RETURN_NULL();
-	PG_RETURN_DATUM(result);
+	PG_RETURN_TIMESTAMPTZ(result);
 }

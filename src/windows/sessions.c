@@ -348,49 +348,10 @@ sessions_compact_sql(SessionSpec *spec, CVPlan *plan, const char *matrel)
 void
 sessions_record(Oid viewid, SessionSpec *spec, const char *compact_sql)
 {
-	Oid			argtypes[4] = {OIDOID, NAMEOID, TEXTOID, TEXTOID};
-	Datum		values[4];
-	SeRunAs		runas;
-	int			rc;
-
-	values[0] = ObjectIdGetDatum(viewid);
-	values[1] = DirectFunctionCall1(namein, CStringGetDatum(spec->time_column));
-	values[2] = CStringGetTextDatum(DatumGetCString(DirectFunctionCall1(interval_out,
-																		IntervalPGetDatum(spec->gap))));
-	values[3] = CStringGetTextDatum(compact_sql);
-	se_run_as_catalog_owner(&runas);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_with_args("INSERT INTO stream_ext.session_views (view, time_column, session_gap, compact_sql)"
-							   " VALUES ($1::pg_catalog.regclass, $2, $3::pg_catalog.interval, $4)",
-							   4, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "stream_ext: recording session view failed: %s", SPI_result_code_string(rc));
-	SPI_finish();
-	se_restore(&runas);
-}
-
-static char *
-lookup_compact_sql(Oid viewid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	char	   *result = NULL;
-	MemoryContext caller = CurrentMemoryContext;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT compact_sql FROM stream_ext.session_views WHERE view = $1::pg_catalog.regclass",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext: session catalog lookup failed");
-	if (SPI_processed == 1)
-	{
-		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-		result = MemoryContextStrdup(caller, v);
-	}
-	SPI_finish();
-	return result;
+	catalog_insert_session_view(viewid, spec->time_column,
+								DatumGetCString(DirectFunctionCall1(interval_out,
+																	IntervalPGetDatum(spec->gap))),
+								compact_sql);
 }
 
 /*
@@ -413,13 +374,8 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	bool		isnull;
 	char	   *mq;
 
-	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
-	if (!pg_class_ownercheck(viewid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, get_rel_name(viewid));
-	compact_sql = lookup_compact_sql(viewid);
+	catalog_get_view(viewid, &entry, true);
+	compact_sql = catalog_session_compact_sql(viewid);
 	if (compact_sql == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -1051,39 +1051,17 @@ Datum
 stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 {
 	Oid			viewid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	char		nulls[1] = {PG_ARGISNULL(0) ? 'n' : ' '};
 	List	   *views = NIL;
-	List	   *owners = NIL;
-	List	   *sqls = NIL;
-	ListCell   *v,
-			   *o,
-			   *s;
+	ListCell   *lc;
 	int64		total = 0;
-	int			rc;
 
-	SPI_connect();
-	rc = SPI_execute_with_args("SELECT v.view::pg_catalog.oid, c.relowner, v.expire_sql"
-							   " FROM stream_ext.view_catalog v"
-							   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-							   " WHERE v.window_kind = 'sliding' AND ($1 IS NULL OR v.view = $1)"
-							   " ORDER BY 1",
-							   1, argtypes, values, nulls, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "stream_ext catalog lookup failed: %s", SPI_result_code_string(rc));
-	for (uint64 i = 0; i < SPI_processed; i++)
+	/* the sliding windows: those with an expiry statement */
+	foreach(lc, catalog_housekeeping_views(viewid))
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		bool		isnull;
-		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-		Oid			view = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-		Oid			owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+		MaintenanceView *view = lfirst(lc);
 
-		views = lappend_oid(views, view);
-		owners = lappend_oid(owners, owner);
-		sqls = lappend(sqls, SPI_getvalue(tup, SPI_tuptable->tupdesc, 3));
-		MemoryContextSwitchTo(old);
+		if (view->expire_sql != NULL)
+			views = lappend(views, view);
 	}
 	if (OidIsValid(viewid) && views == NIL)
 		ereport(ERROR,
@@ -1091,24 +1069,25 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 				 errmsg("\"%s\" is not a continuous view with a sliding window",
 						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
 
-	forthree(v, views, o, owners, s, sqls)
+	SPI_connect();
+	foreach(lc, views)
 	{
-		Oid			owner = lfirst_oid(o);
+		MaintenanceView *view = lfirst(lc);
 		SeRunAs		octx;
 
-		if (!has_privs_of_role(GetUserId(), owner))
+		if (!has_privs_of_role(GetUserId(), view->owner))
 		{
 			if (OidIsValid(viewid))
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("must be owner of view %s", get_rel_name(lfirst_oid(v)))));
+						 errmsg("must be owner of view %s", get_rel_name(view->viewid))));
 			continue;
 		}
-		se_run_as_owner(&octx, owner, NULL);
+		se_run_as_owner(&octx, view->owner, NULL);
 		se_maintenance_begin();
 		PG_TRY();
 		{
-			total += window_run_expiry((char *) lfirst(s));
+			total += window_run_expiry(view->expire_sql);
 		}
 		PG_FINALLY();
 		{
