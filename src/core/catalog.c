@@ -977,7 +977,7 @@ static void
 row_housekeeping_view(HeapTuple tup, TupleDesc desc, void *arg)
 {
 	List	  **result = arg;
-	MaintenanceView *view = palloc0(sizeof(MaintenanceView));
+	HousekeepingView *view = palloc0(sizeof(HousekeepingView));
 	bool		isnull;
 	Datum		ttl;
 

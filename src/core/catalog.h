@@ -83,10 +83,10 @@ extern uint64 catalog_remove_orphans(void);
 
 /*
  * One continuous view, as housekeeping sees it: stream_ext.run_maintenance()
- * (housekeeping/retention.c, whose MaintenanceViewTask says what is done
+ * (housekeeping/retention.c, whose HousekeepingViewTask says what is done
  * with it) and stream_ext.expire_sliding() (windows/windows.c).
  */
-typedef struct MaintenanceView
+typedef struct HousekeepingView
 {
 	Oid			viewid;
 	Oid			owner;
@@ -95,7 +95,7 @@ typedef struct MaintenanceView
 	char	   *ttl_sql;		/* NULL: no TTL */
 	char	   *expire_sql;		/* sliding window expiry (windows/windows.c), or NULL */
 	bool		session;		/* a session window: compact its fragments */
-} MaintenanceView;
+} HousekeepingView;
 
 extern List *catalog_housekeeping_views(Oid viewid);
 

@@ -10,9 +10,11 @@
  *	  statement) and se_run_as_role() where a fixed statement needs a given
  *	  role's rights (creating a trigger as the stream's owner, Kafka
  *	  catalogs).  se_pin_settings() is the one set of settings generated SQL
- *	  runs and is deparsed under.  se_maintenance_begin()/end() delimit
- *	  maintenance: the only code that opens the materializations' guard and
- *	  turns on the planner's partial-aggregate rewrite.
+ *	  runs and is deparsed under.  se_materialize_begin()/end() delimit
+ *	  the materialize scope (a batch's statements, backfill, compaction):
+ *	  the only code that opens the materializations' guard and turns on the
+ *	  planner's partial-aggregate rewrite.  (Housekeeping -- TTL, retention,
+ *	  run_maintenance() -- is another thing.)
  *
  *-------------------------------------------------------------------------
  */
@@ -29,8 +31,8 @@
 
 #include "core/security.h"
 
-/* > 0 inside se_maintenance_begin()/se_maintenance_end() */
-static int	maintenance_depth = 0;
+/* > 0 inside se_materialize_begin()/se_materialize_end() */
+static int	materialize_depth = 0;
 
 static Oid
 extension_owner(void)
@@ -205,20 +207,20 @@ se_restore(SeRunAs *ra)
 }
 
 void
-se_maintenance_begin(void)
+se_materialize_begin(void)
 {
-	maintenance_depth++;
+	materialize_depth++;
 }
 
 void
-se_maintenance_end(void)
+se_materialize_end(void)
 {
-	Assert(maintenance_depth > 0);
-	maintenance_depth--;
+	Assert(materialize_depth > 0);
+	materialize_depth--;
 }
 
 bool
-se_in_maintenance(void)
+se_materializing(void)
 {
-	return maintenance_depth > 0;
+	return materialize_depth > 0;
 }

@@ -4,7 +4,7 @@
  *	  Who runs stream_ext's statements, with which settings, and when the
  *	  tables only stream_ext writes are open: the one implementation of
  *	  run-as-owner, extension-owner writes, pinned settings and the
- *	  maintenance scope.
+ *	  materialize scope.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,14 +50,14 @@ extern int	se_pin_settings(const char *timezone);
 extern void se_unpin_settings(int nestlevel);
 
 /*
- * The maintenance scope: between se_maintenance_begin() and
- * se_maintenance_end() the planner hook turns stream_ext.partial() into
+ * The materialize scope: between se_materialize_begin() and
+ * se_materialize_end() the planner hook turns stream_ext.partial() into
  * partial aggregates and the guard trigger lets writes to materializations
  * and side tables through.  The caller ends the scope on error too, in
  * the PG_CATCH (or PG_FINALLY) of a PG_TRY around the statements.
  */
-extern void se_maintenance_begin(void);
-extern void se_maintenance_end(void);
-extern bool se_in_maintenance(void);
+extern void se_materialize_begin(void);
+extern void se_materialize_end(void);
+extern bool se_materializing(void);
 
 #endif							/* STREAM_EXT_SECURITY_H */

@@ -147,7 +147,7 @@ backfill(const char *sql)
 	int			rc;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	se_maintenance_begin();
+	se_materialize_begin();
 	PG_TRY();
 	{
 		plan = SPI_prepare(sql, 0, NULL);
@@ -162,12 +162,12 @@ backfill(const char *sql)
 	}
 	PG_CATCH();
 	{
-		se_maintenance_end();
+		se_materialize_end();
 		se_rethrow_short_context(cxt, list_make1((char *) sql),
 								 "backfill of the new continuous view from the rows already in its stream");
 	}
 	PG_END_TRY();
-	se_maintenance_end();
+	se_materialize_end();
 }
 
 /*

@@ -94,7 +94,7 @@ check_alter(Node *parsetree)
 
 		if (!OidIsValid(relid))
 			return;
-		if (!se_in_maintenance() && catalog_is_matrel(relid))
+		if (!se_materializing() && catalog_is_matrel(relid))
 		{
 			/* catalog_is_matrel() also covers transforms: say which */
 			if (catalog_is_transform(relid))

@@ -355,9 +355,9 @@ typedef struct StreamWork
 	bool		emptied;
 } StreamWork;
 
-/* per-view tasks: see MaintenanceViewTask in retention.h */
-typedef MaintenanceView ViewWork;
-typedef MaintenanceViewTask ViewTask;
+/* per-view tasks: see HousekeepingViewTask in retention.h */
+typedef HousekeepingView ViewWork;
+typedef HousekeepingViewTask ViewTask;
 
 static bool
 view_has_ttl(ViewWork *view)
@@ -480,14 +480,14 @@ view_item(void *arg, void *arg2)
 
 	SPI_connect();
 	se_run_as_owner(&octx, view->owner, view->timezone);
-	se_maintenance_begin();
+	se_materialize_begin();
 	PG_TRY();
 	{
 		removed = fn(view);
 	}
 	PG_FINALLY();
 	{
-		se_maintenance_end();
+		se_materialize_end();
 	}
 	PG_END_TRY();
 	se_restore(&octx);

@@ -37,16 +37,16 @@ extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
 
 /*
  * Per-view work of stream_ext.run_maintenance() (TTL, window expiry,
- * session compaction) is a MaintenanceViewTask listed in view_tasks[] in
- * retention.c, with a cheap applies() check, over a MaintenanceView
+ * session compaction) is a HousekeepingViewTask listed in view_tasks[] in
+ * retention.c, with a cheap applies() check, over a HousekeepingView
  * (core/catalog.h).  A task runs in its own subtransaction (an error is a
  * WARNING, the rest of maintenance goes on), as the view's owner,
  * security-restricted, with search_path = pg_catalog and the view's
- * TimeZone, SPI connected and inside se_maintenance_begin()/end()
+ * TimeZone, SPI connected and inside se_materialize_begin()/end()
  * (materializations are writable).  It returns the number of rows it
  * removed (reported by run_maintenance()), or -1 to report nothing.
  */
-typedef int64 (*MaintenanceViewTask) (MaintenanceView *view);
+typedef int64 (*HousekeepingViewTask) (HousekeepingView *view);
 
 extern void retention_init(void);
 /* the utility hook's part of the pg_cron job (ddl/utility.c) */

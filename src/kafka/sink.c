@@ -749,7 +749,7 @@ static const SeBatchOps sink_ops = {
 	.prepare = sink_prepare,
 	.run = sink_run,
 	.finish = sink_finish,
-	.maintenance = false,
+	.materialize = false,
 	.plan_rows = 0,
 	.invalid_kind = NULL,
 };

@@ -15,7 +15,7 @@
  *	  - se_compact_view(): the entry point, for stream_ext.compact() and
  *		the background compactor; runs the statement as the view's owner,
  *		security-restricted, with the view's pinned settings, in the
- *		maintenance scope (the guard triggers let it write), and reports it
+ *		materialize scope (the guard triggers let it write), and reports it
  *		to view_stats (stats_report_compaction(), counted at commit);
  *	  - backpressure: after each batch, the writer compacts the delta
  *		itself when it holds more than stream_ext.compact_threshold rows
@@ -76,7 +76,7 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows)
 	se_run_as_owner(&runas, cat->owner, cat->timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	se_maintenance_begin();
+	se_materialize_begin();
 	PG_TRY();
 	{
 		rc = SPI_execute_with_args(cat->compact_sql, 1, argtypes, values, nulls, false, 0);
@@ -87,13 +87,13 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows)
 	}
 	PG_CATCH();
 	{
-		se_maintenance_end();
+		se_materialize_end();
 		se_rethrow_short_context(cxt, list_make1(cat->compact_sql),
 								 "compaction of continuous view %s (statement in stream_ext.view_catalog)",
 								 view_display_name(cat->viewid));
 	}
 	PG_END_TRY();
-	se_maintenance_end();
+	se_materialize_end();
 	SPI_finish();
 	se_restore(&runas);
 	/* view_stats' compaction columns; "drained" if it folded all it saw */

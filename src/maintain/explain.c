@@ -175,7 +175,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 
 	se_run_as_owner(&octx, entry.owner, entry.timezone);
 
-	se_maintenance_begin();
+	se_materialize_begin();
 	PG_TRY();
 	{
 		explain_statement(rsinfo, shared ? shared : entry.maintain_sql, verbose, outcxt,
@@ -192,7 +192,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		se_maintenance_end();
+		se_materialize_end();
 	}
 	PG_END_TRY();
 

@@ -229,7 +229,7 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *result;
 
-	if (se_in_maintenance())
+	if (se_materializing())
 		(void) keep_partial_aggs_walker((Node *) parse, NULL);
 	else
 		combine_rewrite(parse);
@@ -239,7 +239,7 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 	else
 		result = standard_planner(parse, query_string, cursorOptions, boundParams);
 
-	if (se_in_maintenance())
+	if (se_materializing())
 	{
 		ListCell   *lc;
 
@@ -474,7 +474,7 @@ static const SeBatchOps maint_ops = {
 	.admit = maint_admit,
 	.prepare = maint_prepare,
 	.run = maint_run,
-	.maintenance = true,
+	.materialize = true,
 	.plan_rows = MAINT_PLAN_ROWS,
 	.invalid_kind = "continuous view",
 };
@@ -694,7 +694,7 @@ static const SeBatchOps group_ops = {
 	.prepare = group_prepare,
 	.run = group_run,
 	.finish = group_finish,
-	.maintenance = true,
+	.materialize = true,
 	.plan_rows = MAINT_PLAN_ROWS,
 };
 
@@ -1128,7 +1128,7 @@ stream_ext_guard_materialization(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("stream_ext.guard_materialization() must be called as a trigger")));
-	if (se_in_maintenance())
+	if (se_materializing())
 		return PointerGetDatum(NULL);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

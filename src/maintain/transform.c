@@ -486,7 +486,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 
 		MemoryContext cxt = CurrentMemoryContext;
 
-		se_maintenance_begin();
+		se_materialize_begin();
 		PG_TRY();
 		{
 			plan = SPI_prepare(sql, 0, NULL);
@@ -497,12 +497,12 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		}
 		PG_CATCH();
 		{
-			se_maintenance_end();
+			se_materialize_end();
 			se_rethrow_short_context(cxt, list_make1(sql),
 									 "backfill of the new continuous transform from the rows already in its stream");
 		}
 		PG_END_TRY();
-		se_maintenance_end();
+		se_materialize_end();
 	}
 
 	se_run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
@@ -586,7 +586,7 @@ static const SeBatchOps transform_ops = {
 	.admit = transform_admit,
 	.prepare = transform_prepare,
 	.run = transform_run,
-	.maintenance = true,
+	.materialize = true,
 	.plan_rows = 0,
 	.invalid_kind = "continuous transform",
 };

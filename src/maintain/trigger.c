@@ -13,7 +13,7 @@
  *	  transition table, switches to the owner (se_run_as_owner()), prepares
  *	  the kind's plans once and keeps them, re-checks the owner's
  *	  privileges on what they touch (privileges.c), runs them -- in the
- *	  maintenance scope and with a short error context when the kind asks
+ *	  materialize scope and with a short error context when the kind asks
  *	  -- and reports stats and the NOTIFY of the batch.  The kinds differ
  *	  through a SeBatchOps.  A dispatching kind (the trigger of a stream's
  *	  continuous views) is no unit of work itself: its entry holds units,
@@ -261,18 +261,18 @@ se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 	}
 
 	INSTR_TIME_SET_CURRENT(start);
-	if (ops->maintenance || entry->error_context)
+	if (ops->materialize || entry->error_context)
 	{
-		if (ops->maintenance)
-			se_maintenance_begin();
+		if (ops->materialize)
+			se_materialize_begin();
 		PG_TRY();
 		{
 			written = ops->run(entry, trigdata);
 		}
 		PG_CATCH();
 		{
-			if (ops->maintenance)
-				se_maintenance_end();
+			if (ops->materialize)
+				se_materialize_end();
 			if (entry->error_context)
 				se_rethrow_short_context(caller_cxt, entry->statements,
 										 "%s, batch of " UINT64_FORMAT " rows inserted into %s",
@@ -281,8 +281,8 @@ se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		if (ops->maintenance)
-			se_maintenance_end();
+		if (ops->materialize)
+			se_materialize_end();
 	}
 	else
 		written = ops->run(entry, trigdata);

@@ -54,7 +54,7 @@ typedef struct SeBatchOps
 	 */
 	bool		dispatch;
 
-	bool		maintenance;	/* run in the maintenance scope */
+	bool		materialize;	/* run in the materialize scope */
 
 	/*
 	 * > 0: tell the planner the NEW TABLE has this many rows, whatever the

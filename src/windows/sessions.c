@@ -387,7 +387,7 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	se_maintenance_begin();
+	se_materialize_begin();
 	PG_TRY();
 	{
 		/* self-exclusive, but lets INSERT/SELECT through */
@@ -401,7 +401,7 @@ stream_ext_compact_sessions(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		se_maintenance_end();
+		se_materialize_end();
 	}
 	PG_END_TRY();
 

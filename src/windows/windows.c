@@ -1058,7 +1058,7 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 	/* the sliding windows: those with an expiry statement */
 	foreach(lc, catalog_housekeeping_views(viewid))
 	{
-		MaintenanceView *view = lfirst(lc);
+		HousekeepingView *view = lfirst(lc);
 
 		if (view->expire_sql != NULL)
 			views = lappend(views, view);
@@ -1072,7 +1072,7 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 	SPI_connect();
 	foreach(lc, views)
 	{
-		MaintenanceView *view = lfirst(lc);
+		HousekeepingView *view = lfirst(lc);
 		SeRunAs		octx;
 
 		if (!has_privs_of_role(GetUserId(), view->owner))
@@ -1084,14 +1084,14 @@ stream_ext_expire_sliding(PG_FUNCTION_ARGS)
 			continue;
 		}
 		se_run_as_owner(&octx, view->owner, NULL);
-		se_maintenance_begin();
+		se_materialize_begin();
 		PG_TRY();
 		{
 			total += window_run_expiry(view->expire_sql);
 		}
 		PG_FINALLY();
 		{
-			se_maintenance_end();
+			se_materialize_end();
 		}
 		PG_END_TRY();
 		se_restore(&octx);
