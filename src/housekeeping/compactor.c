@@ -263,6 +263,24 @@ view_failed(CompactView *v, ErrorData *edata)
 }
 
 /*
+ * Lock relid without waiting, or fail as a lock timeout does (the view is
+ * retried after a short back-off, and view_stats shows why).
+ */
+static void
+lock_or_give_up(Oid relid, LOCKMODE mode)
+{
+	if (!ConditionalLockRelationOid(relid, mode))
+	{
+		char	   *name = get_rel_name(relid);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 name ? errmsg("lock timeout: \"%s\" is in use by another transaction", name) :
+				 errmsg("lock timeout: relation %u is in use by another transaction", relid)));
+	}
+}
+
+/*
  * Fold up to max_rows delta rows of view v in one transaction.  Returns the
  * rows folded, or -1 after an error (rolled back, reported).
  */
@@ -285,16 +303,30 @@ compact_view_once(CompactView *v, int64 max_rows)
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("compacting continuous view %s", v->name));
 		/*
-		 * Hold the view for the transaction, so that DROP VIEW waits for it
-		 * rather than dropping the tables under the statement; then see
-		 * whether it was dropped since the views were read (the lock
-		 * processed the invalidations).
+		 * Hold the view, its materialization and its delta for the
+		 * transaction, so that DROP waits for it rather than dropping the
+		 * tables under the statement -- but only if all three are free now:
+		 * DROP ... CASCADE takes its locks in the order of PostgreSQL's
+		 * dependency walk (a delta before its view, say), and a compactor
+		 * waiting for one of them while holding another would deadlock
+		 * with it.  A view that is busy is tried again in the next round.
+		 * Then see whether it was dropped since the views were read (the
+		 * lock processed the invalidations).
 		 */
-		LockRelationOid(v->viewid, AccessShareLock);
+		n = 0;
+		lock_or_give_up(v->viewid, AccessShareLock);
 		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(v->viewid)))
-			n = se_compact_view(v->viewid, max_rows);
-		else
-			n = 0;
+		{
+			ViewCatalogEntry entry;
+
+			if (catalog_lookup_view(v->viewid, &entry, CurrentMemoryContext))
+			{
+				lock_or_give_up(entry.matrelid, RowExclusiveLock);
+				if (OidIsValid(entry.deltaid))
+					lock_or_give_up(entry.deltaid, RowExclusiveLock);
+				n = se_compact_view(v->viewid, max_rows);
+			}
+		}
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}
