@@ -195,18 +195,16 @@ expanded_view(RangeTblEntry *rte)
 }
 
 /*
- * The aggregate of the view's column attno, from the view's definition as
- * stream_ext recorded it; errors if the column is not one aggregate.
+ * The definition of continuous view viewid as stream_ext recorded it,
+ * analyzed again; errors if viewid is none.
  */
-static Aggref *
-column_aggregate(Oid viewid, AttrNumber attno, const char *colname)
+static Query *
+view_definition(Oid viewid)
 {
 	Oid			streamid = InvalidOid;
 	char	   *definition = catalog_view_definition(viewid, &streamid);
 	List	   *raw;
 	Query	   *def;
-	ListCell   *lc;
-	int			n = 0;
 	int			nestlevel;
 
 	if (definition == NULL)
@@ -230,6 +228,20 @@ column_aggregate(Oid viewid, AttrNumber attno, const char *colname)
 	raw = raw_parser(definition, RAW_PARSE_DEFAULT);
 	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
 	se_unpin_settings(nestlevel);
+	return def;
+}
+
+/*
+ * The aggregate of column attno of continuous view viewid, whose recorded
+ * definition, analyzed, is def (view_definition()); errors if the column
+ * is not one aggregate that merges.
+ */
+static Aggref *
+column_aggregate(Query *def, Oid viewid, AttrNumber attno, const char *colname)
+{
+	ListCell   *lc;
+	int			n = 0;
+
 	foreach(lc, def->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
@@ -387,6 +399,7 @@ rewrite_query(Query *q)
 		RangeTblEntry *rte = rt_fetch(varno, q->rtable);
 		MutateContext mcx = {0};
 		Oid			viewid = InvalidOid;
+		Query	   *def = NULL; /* the view's definition, analyzed once */
 
 		foreach(lc, fcx.calls)
 		{
@@ -411,7 +424,9 @@ rewrite_query(Query *q)
 				mcx.viewname = get_rel_name(viewid);
 				mcx.colnames = rte->eref->colnames;
 			}
-			agg = column_aggregate(viewid, call->attno,
+			if (def == NULL)
+				def = view_definition(viewid);
+			agg = column_aggregate(def, viewid, call->attno,
 								   strVal(list_nth(rte->eref->colnames, call->attno - 1)));
 			tle = get_tle_by_resno(rte->subquery->targetList, call->attno);
 			if (tle == NULL)
