@@ -722,10 +722,7 @@ readable_view(Oid viewid, ViewCatalogEntry *entry)
 {
 	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		return false;
-	if (!catalog_lookup_view(viewid, entry, CurrentMemoryContext))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid))));
+	catalog_get_view(viewid, entry, false);
 	return true;
 }
 
