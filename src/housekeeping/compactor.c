@@ -324,7 +324,7 @@ compact_view_once(CompactView *v, int64 max_rows)
 				lock_or_give_up(entry.matrelid, RowExclusiveLock);
 				if (OidIsValid(entry.deltaid))
 					lock_or_give_up(entry.deltaid, RowExclusiveLock);
-				n = se_compact_view(v->viewid, max_rows);
+				n = se_compact_view_entry(&entry, max_rows);
 			}
 		}
 		PopActiveSnapshot();

@@ -120,9 +120,16 @@ se_compact_view(Oid viewid, int64 max_rows)
 	ViewCatalogEntry cat;
 
 	lookup_view(viewid, &cat);
-	if (!OidIsValid(cat.deltaid) || cat.compact_sql == NULL)
+	return se_compact_view_entry(&cat, max_rows);
+}
+
+/* the same, for a caller that has read the view's catalog entry already */
+int64
+se_compact_view_entry(ViewCatalogEntry *cat, int64 max_rows)
+{
+	if (!OidIsValid(cat->deltaid) || cat->compact_sql == NULL)
 		return 0;
-	return compact_run(&cat, max_rows);
+	return compact_run(cat, max_rows);
 }
 
 /*

@@ -21,6 +21,7 @@ extern void compact_init(void);
  * that transaction).
  */
 extern int64 se_compact_view(Oid viewid, int64 max_rows);
+extern int64 se_compact_view_entry(ViewCatalogEntry *cat, int64 max_rows);
 
 /* after a batch appended to cat's delta: compact inline when over threshold */
 extern void compact_after_batch(ViewCatalogEntry *cat);
