@@ -20,6 +20,7 @@
 #include "catalog/pg_trigger.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -48,6 +49,14 @@ se_relation_owner(Oid relid)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/* "schema"."name" of relation relid, quoted as needed */
+char *
+se_qualified_relname(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
 }
 
 /* record that object (classid, objid) depends on (refclassid, refobjid) */

@@ -37,6 +37,7 @@ se_timestamp_to_unix_ms(TimestampTz ts)
 extern bool stream_ext_preloaded;
 
 extern Oid	se_relation_owner(Oid relid);
+extern char *se_qualified_relname(Oid relid);
 extern void se_record_dependency(Oid classid, Oid objid, Oid refclassid,
 								 Oid refobjid, DependencyType type);
 extern bool se_dependency_exists(Oid classid, Oid objid, Oid refclassid,
