@@ -286,7 +286,6 @@ typedef struct ViewBuild
 	Oid			nspid;
 	char	   *nspname;
 	char	   *definition;		/* build phase: deparsed, names qualified */
-	char	   *query_sql;		/* ... as written */
 	bool		appends;		/* batches append to a delta */
 	char	   *maintain_sql;	/* the per-batch statement */
 	List	   *distinct_sql;	/* per count(DISTINCT): its side table's */
@@ -386,12 +385,12 @@ create_build(ViewBuild *cv)
 	char	   *dq = NULL;
 	ListCell   *lc;
 
-	cv->query_sql = pg_get_querydef(cv->query, false);
-
 	/*
 	 * The recorded definition names everything outside pg_catalog with its
-	 * schema, so that it can be analyzed again whatever the search_path
-	 * (stream_ext.combine(), distributed views).
+	 * schema (search_path is pinned), so that it can be analyzed again
+	 * whatever the search_path: by maintenance to share a batch's
+	 * aggregation among views (maintain/maintain.c), stream_ext.combine(),
+	 * distributed views.
 	 */
 	cv->definition = pg_get_querydef(cv->query, true);
 
@@ -505,7 +504,6 @@ create_record(ViewBuild *cv)
 	/* a replaced view's old stream may have no view left */
 	if (cv->replace.replacing)
 		ddl_drop_unused_views_triggers();
-	catalog_set_view_query(obj->viewid, cv->query_sql);
 	if (cv->appends)
 		catalog_set_delta(obj->viewid, obj->deltaid,
 						  cv_compact_sql(&cv->plan, obj->mq, obj->dq));
