@@ -27,7 +27,10 @@
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
+#include "catalog/index.h"
+#include "commands/defrem.h"
 #include "commands/trigger.h"
+#include "parser/parse_utilcmd.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
@@ -191,6 +194,43 @@ se_create_statement_trigger(Oid relid, const char *trigname, int16 timing,
 	address = CreateTrigger(stmt, NULL, relid, InvalidOid, InvalidOid,
 							InvalidOid, InvalidOid, InvalidOid, NULL,
 							false, false);
+	CommandCounterIncrement();
+	return address.objectId;
+}
+
+/*
+ * CREATE [UNIQUE] INDEX ON relid USING method (columns) [NULLS NOT
+ * DISTINCT], through DefineIndex() as PostgreSQL's CREATE INDEX runs it:
+ * no SQL text to parse, no name to look up again, no pass through the
+ * utility hooks.  The index is named as CREATE INDEX without a name would
+ * name it (ChooseIndexName()).  Columns are names (char *); method NULL is
+ * btree.  Returns the index's OID.
+ */
+Oid
+se_create_index(Oid relid, List *columns, const char *method, bool unique,
+				bool nulls_not_distinct)
+{
+	IndexStmt  *stmt = makeNode(IndexStmt);
+	ObjectAddress address;
+	ListCell   *lc;
+
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+								  get_rel_name(relid), -1);
+	stmt->accessMethod = pstrdup(method ? method : DEFAULT_INDEX_TYPE);
+	foreach(lc, columns)
+	{
+		IndexElem  *elem = makeNode(IndexElem);
+
+		elem->name = pstrdup((char *) lfirst(lc));
+		elem->ordering = SORTBY_DEFAULT;
+		elem->nulls_ordering = SORTBY_NULLS_DEFAULT;
+		stmt->indexParams = lappend(stmt->indexParams, elem);
+	}
+	stmt->unique = unique;
+	stmt->nulls_not_distinct = nulls_not_distinct;
+	stmt = transformIndexStmt(relid, stmt, NULL);
+	address = DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
+						  false, true, true, false, false);
 	CommandCounterIncrement();
 	return address.objectId;
 }

@@ -55,6 +55,8 @@ extern Oid	se_create_statement_trigger(Oid relid, const char *trigname,
 										int16 timing, int16 events,
 										const char *funcname, const char *arg,
 										const char *newtable);
+extern Oid	se_create_index(Oid relid, List *columns, const char *method,
+							bool unique, bool nulls_not_distinct);
 extern void se_create_guard_trigger(Oid relid);
 extern void se_run_sql(const char *sql);
 

@@ -351,21 +351,15 @@ create_analyze(ViewBuild *cv, const char *queryString)
 }
 
 /*
- * CREATE TABLE and its index (or NULL), guarded: only maintenance writes
- * it.  Returns its OID.
+ * CREATE TABLE of a part of the view: SQL text, whose column types the
+ * parser resolves.  Returns its OID; the caller adds indexes (through
+ * DefineIndex()) and then the guard trigger (only maintenance writes it).
  */
 static Oid
-create_part(ViewBuild *cv, const char *name, const char *table_sql,
-			const char *index_sql)
+create_table(ViewBuild *cv, const char *name, const char *sql)
 {
-	Oid			relid;
-
-	se_run_sql(table_sql);
-	if (index_sql)
-		se_run_sql(index_sql);
-	relid = get_relname_relid(name, cv->nspid);
-	se_create_guard_trigger(relid);
-	return relid;
+	se_run_sql(sql);
+	return get_relname_relid(name, cv->nspid);
 }
 
 /*
@@ -407,19 +401,20 @@ create_build(ViewBuild *cv)
 	if (session->enabled)
 	{
 		/* fragments, appended: see windows/sessions.c */
-		obj->matrelid = create_part(cv, matrelname,
-									psprintf("CREATE TABLE %s (%s)", mq,
-											 sessions_matrel_columns_sql(session, cv_matrel_columns_sql(plan))),
-									sessions_index_sql(plan, mq));
+		obj->matrelid = create_table(cv, matrelname,
+									 psprintf("CREATE TABLE %s (%s)", mq,
+											  sessions_matrel_columns_sql(session, cv_matrel_columns_sql(plan))));
+		sessions_create_index(plan, obj->matrelid);
 	}
 	else
 	{
-		obj->matrelid = create_part(cv, matrelname,
-									psprintf("CREATE TABLE %s (%s%s) WITH (fillfactor = %d)",
-											 mq, cv_matrel_columns_sql(plan),
-											 cv_matrel_hash_column_sql(plan), matrel_fillfactor(plan)),
-									cv_matrel_index_sql(plan, mq));
+		obj->matrelid = create_table(cv, matrelname,
+									 psprintf("CREATE TABLE %s (%s%s) WITH (fillfactor = %d)",
+											  mq, cv_matrel_columns_sql(plan),
+											  cv_matrel_hash_column_sql(plan), matrel_fillfactor(plan)));
+		cv_create_matrel_indexes(plan, obj->matrelid);
 	}
+	se_create_guard_trigger(obj->matrelid);
 
 	/*
 	 * The delta: batches append their partial states here, compaction folds
@@ -431,10 +426,11 @@ create_build(ViewBuild *cv)
 		char	   *deltaname = ChooseRelationName(viewname, NULL, "delta", cv->nspid, false);
 
 		obj->dq = dq = quote_qualified_identifier(cv->nspname, deltaname);
-		obj->deltaid = create_part(cv, deltaname,
-								   psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(plan),
-											cv_matrel_hash_column_sql(plan)),
-								   NULL);
+		obj->deltaid = create_table(cv, deltaname,
+									psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(plan),
+											 cv_matrel_hash_column_sql(plan)));
+		se_create_guard_trigger(obj->deltaid);
+		/* an expression index: SQL text, the parser's work */
 		if (cv_group_hash_index_sql(plan, mq))
 			se_run_sql(cv_group_hash_index_sql(plan, mq));
 	}
@@ -444,16 +440,17 @@ create_build(ViewBuild *cv)
 		CVAgg	   *agg = lfirst(lc);
 		char	   *auxname;
 		char	   *aq;
+		Oid			auxid;
 
 		if (!agg->is_distinct)
 			continue;
 		auxname = ChooseRelationName(viewname, agg->colname, "mrel", cv->nspid, false);
 		aq = quote_qualified_identifier(cv->nspname, auxname);
-		obj->auxids = lappend_oid(obj->auxids,
-								  create_part(cv, auxname,
-											  psprintf("CREATE TABLE %s (%s)", aq,
-													   cv_auxrel_columns_sql(plan, agg)),
-											  cv_auxrel_index_sql(plan, agg, aq)));
+		auxid = create_table(cv, auxname,
+							 psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(plan, agg)));
+		cv_create_auxrel_index(plan, agg, auxid);
+		se_create_guard_trigger(auxid);
+		obj->auxids = lappend_oid(obj->auxids, auxid);
 		cv->distinct_sql = lappend(cv->distinct_sql,
 								   cv_distinct_sql(plan, agg, mq, aq, CV_NEW_ROWS, dq));
 		cv->backfill_sql = lappend(cv->backfill_sql,
