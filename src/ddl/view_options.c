@@ -181,8 +181,8 @@ static void
 retention_record_options(CVOptions *vo, ViewObjects *obj)
 {
 	if (vo->ttl.enabled)
-		retention_record(obj->viewid, &vo->ttl, obj->plan, obj->mq, obj->dq,
-						 obj->auxids);
+		retention_record(obj->viewid, &vo->ttl, obj->plan, obj->matrelid,
+						 obj->mq, obj->dq, obj->auxids);
 }
 
 /* ---- every view and transform: notify, output_stream ------------------- */
