@@ -4,12 +4,22 @@
  *	  CREATE VIEW ... WITH (continuous).  PostgreSQL's grammar cannot be
  *	  extended, so CREATE CONTINUOUS VIEW is spelled that way; the utility
  *	  hook (ddl/utility.c) hands it here, and the continuous view is built
- *	  in the same transaction: materialization table and its unique index,
- *	  the delta batches append to (unless the view upserts, see
- *	  cv_appends()), side tables for count(DISTINCT), the user-facing view, the
- *	  maintenance trigger on the stream, dependencies, catalog entry and
- *	  the backfill from rows the stream already holds.  An error anywhere
- *	  rolls all of it back.
+ *	  in the same transaction, in phases (ddl_create_view()):
+ *
+ *		options		create_options(): the table of ddl/view_options.c
+ *		analyze		create_analyze(): the plan, each option checked against
+ *					it, the creator's right to read, the stream locked
+ *		build		create_build(): materialization and its indexes, the
+ *					delta batches append to (unless the view upserts, see
+ *					cv_appends()), side tables for count(DISTINCT), the
+ *					user-facing view, dependencies, the stream's trigger
+ *		record		create_record(): catalog rows
+ *		backfill	create_view_backfill(): from rows the stream holds
+ *		describe	create_describe(): comments
+ *
+ *	  A query without aggregates is a transform (ddl/create_transform.c);
+ *	  the steps both take are ddl/create_steps.c's.  An error anywhere rolls
+ *	  all of it back.
  *
  *-------------------------------------------------------------------------
  */
