@@ -52,6 +52,7 @@
 #include "ddl/create_view.h"
 #include "ddl/replace_view.h"
 #include "housekeeping/retention.h"
+#include "kafka/replay.h"
 #include "maintain/maintain.h"
 #include "maintain/transform.h"
 #include "query/analyze.h"
@@ -381,6 +382,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	ListCell   *lc;
 	int			nestlevel;
 	ReplaceState replace;
+	BackfillSpec bf;
+	char	   *bsq;
+	List	   *replay_distinct = NIL;
 
 	if (!stream_ext_installed())
 		ereport(ERROR,
@@ -400,6 +404,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	cvopts = lateness_take_options(cvopts, &lateness);
 	cvopts = retention_take_options(cvopts, &ttl);
 	cvopts = cv_take_options(cvopts, &opts);
+	cvopts = backfill_take_options(cvopts, &bf);
 	reject_unknown_options(cvopts);
 
 	/* analyze the query as the user wrote it, with the user's search_path */
@@ -411,6 +416,11 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	if (transform_applies(query))
 	{
 		/* no aggregates: a continuous transform (maintain/transform.c) */
+		if (bf.given || bf.has_from)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("backfill options are not supported for continuous transforms"),
+					 errdetail("A continuous transform sees the rows inserted after it is created.")));
 		if (session.enabled || window_opts != NIL || lateness.enabled || ttl.enabled)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -494,6 +504,10 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 									get_rel_name(plan.streamid));
 	vq = quote_qualified_identifier(nspname, viewname);
 
+	/* where the history comes from (kafka/replay.c) */
+	backfill_prepare(&bf, plan.streamid, session.enabled, lateness.enabled);
+	bsq = backfill_stream_source(&bf, sq);
+
 	if (session.enabled)
 	{
 		/* fragments, appended: see windows/sessions.c */
@@ -548,7 +562,10 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		distinct_sql = lappend(distinct_sql,
 							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS, dq));
 		backfill_sql = lappend(backfill_sql,
-							   cv_distinct_sql(&plan, agg, mq, aq, sq, NULL));
+							   cv_distinct_sql(&plan, agg, mq, aq, bsq, NULL));
+		if (bf.replay_source)
+			replay_distinct = lappend(replay_distinct,
+									  cv_distinct_sql(&plan, agg, mq, aq, bf.replay_source, NULL));
 	}
 
 	replace_define_view(&replace, vq,
@@ -601,10 +618,16 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	/* start from what the stream already holds */
 	if (lateness.enabled)
 		lateness_before_backfill(&lateness);
-	backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :
-			 cv_maintain_sql(&plan, mq, sq));
-	foreach(lc, backfill_sql)
-		backfill((char *) lfirst(lc));
+	if (backfill_from_stream(&bf))
+	{
+		backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, bsq) :
+				 cv_maintain_sql(&plan, mq, bsq));
+		foreach(lc, backfill_sql)
+			backfill((char *) lfirst(lc));
+	}
+	if (bf.replay_source)
+		backfill_record(&bf, viewid, plan.streamid,
+						cv_maintain_sql(&plan, mq, bf.replay_source), replay_distinct);
 	if (lateness.enabled)
 		lateness_record(viewid, &lateness, &plan, sq, vq);
 
