@@ -558,7 +558,8 @@ decode_run(void *arg)
 		if (m->len > (size_t) R.opts.max_message_bytes)
 			elog(ERROR, "message exceeds max_message_bytes");
 		kafka_message_from_rd(m, &km);
-		run->tuples[run->ntuples++] = kafka_decode(R.dec, &km, R.batch_cxt);
+		run->tuples[run->ntuples] = kafka_decode(R.dec, &km, R.batch_cxt);
+		run->ntuples++;
 		MemoryContextReset(R.msg_cxt);
 	}
 }
@@ -695,7 +696,7 @@ apply_batch(void)
 	args[1] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
 	args[2] = PointerGetDatum(construct_array(offs, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	catalog_exec("UPDATE stream_ext.backfill_offsets o SET next_offset = u.n "
-				 "FROM pg_catalog.unnest($2, $3) AS u(p, n) "
+				 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, n) "
 				 "WHERE o.view = $1::pg_catalog.regclass AND o.partition = u.p",
 				 3, argtypes, args, NULL, SPI_OK_UPDATE);
 	args[1] = Int64GetDatum((int64) run.ntuples);
