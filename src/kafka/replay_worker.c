@@ -511,7 +511,7 @@ consume_batch(void)
 		if (R.nmsgs == 0)
 			deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), R.opts.max_wait_ms);
 		R.msgs[R.nmsgs++] = m;
-		CHECK_FOR_INTERRUPTS();
+		kafka_check_interrupts();
 	}
 
 	if (R.nmsgs == 0)
@@ -747,12 +747,7 @@ replay(void)
 		bool		done = true;
 		bool		moved = false;
 
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		kafka_check_interrupts();
 		for (int i = 0; i < R.npart; i++)
 			if (R.next[i] < R.end[i])
 				done = false;
