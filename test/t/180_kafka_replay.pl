@@ -94,6 +94,23 @@ is(sql($view_rows), expected(1, 10500), 'after the replay, the trigger alone mai
 wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'stream_ext kafka replay'}, '0',
 	'the replay worker exited');
 
+# ---- CREATE OR REPLACE with backfill = 'kafka': the new query over the whole topic
+$live = $broker->produce_start('ev', msgs(10501, 14000), 1,
+	"$PostgreSQL::Test::Utils::tmp_check/live2.txt");
+sql(q{SET ROLE app;
+CREATE OR REPLACE VIEW per_k WITH (continuous, backfill = 'kafka') AS
+  SELECT k, count(*) AS n, sum(v) AS s, count(DISTINCT v) AS nd, max(v) AS mx FROM ev GROUP BY k;});
+$broker->produce_finish($live);
+wait_for(total_stored('ev_src'), '14003', 'the source loaded the messages produced during the replace');
+wait_for(q{SELECT state FROM stream_ext.backfill_progress WHERE view = 'per_k'::regclass}, 'done',
+	'the replay of the replaced view is done');
+is(sql($view_rows), expected(1, 14000), 'the replaced view equals its new query over every message');
+is(sql('SELECT count(*) FROM per_k WHERE mx = 100'), '7', 'including its new column');
+my ($n, $secs, $rate) = split /\|/, sql(q{SELECT messages, round(extract(epoch FROM finished_at - started_at)::numeric, 2),
+  round(messages / greatest(extract(epoch FROM finished_at - started_at), 0.001))
+  FROM stream_ext.backfill_progress WHERE view = 'per_k'::regclass});
+note("replayed $n messages in $secs s since CREATE: $rate messages/s (batch_size 200)");
+
 # ---- cancel and DROP VIEW during a replay -------------------------------------
 sql(qq{SET ROLE app;
 SELECT stream_ext.create_stream('big', 'k int, v int', retain => false);
