@@ -106,6 +106,32 @@ SELECT stream_ext.cancel_backfill('bf.replayed');
 SELECT stream_ext.cancel_backfill('bf.ev');
 RESET ROLE;
 
+-- a stream default that calls a user function would run as the view's
+-- owner in the replay: only a creator with the stream owner's rights
+CREATE ROLE bf_sowner;
+CREATE ROLE bf_srcowner;
+GRANT USAGE ON SCHEMA bf TO bf_sowner, bf_srcowner;
+GRANT CREATE ON SCHEMA bf TO bf_srcowner;
+CREATE FUNCTION bf.tagger() RETURNS text LANGUAGE sql AS $$ SELECT 'tag' $$;
+SELECT stream_ext.create_stream('bf.ev2', 'k int, tag text DEFAULT bf.tagger()');
+ALTER TABLE ev2 OWNER TO bf_sowner;
+GRANT SELECT, INSERT ON ev2 TO bf_srcowner;
+SET ROLE bf_srcowner;
+SELECT stream_ext.create_kafka_source('bf_src3', 'bf.ev2', 'localhost:1', 'bf_topic3', 'json', '{"columns": ["k"]}');
+RESET ROLE;
+INSERT INTO stream_ext.kafka_offsets (source, partition, next_offset) VALUES ('bf_src3', 0, 1);
+SET ROLE bf_srcowner;
+\set VERBOSITY default
+CREATE VIEW e11 WITH (continuous, backfill = 'kafka') AS SELECT tag, count(*) FROM ev2 GROUP BY tag;
+\set VERBOSITY terse
+RESET ROLE;
+SELECT stream_ext.drop_source('bf_src3');
+DROP TABLE ev2;
+DROP FUNCTION bf.tagger();
+REVOKE ALL ON SCHEMA bf FROM bf_sowner, bf_srcowner;
+DROP ROLE bf_sowner;
+DROP ROLE bf_srcowner;
+
 -- 7. cancel: true once, the view keeps what it has
 SELECT stream_ext.cancel_backfill('bf.replayed');
 SELECT stream_ext.cancel_backfill('bf.replayed');

@@ -47,7 +47,9 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "catalog/pg_namespace.h"
 #include "commands/defrem.h"
+#include "nodes/nodeFuncs.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "rewrite/rewriteHandler.h"
@@ -178,6 +180,23 @@ catalog_sql(const char *sql, int nargs, Oid *argtypes, Datum *args, bool latest,
 		elog(ERROR, "stream_ext: catalog statement failed: %s", SPI_result_code_string(rc));
 }
 
+static bool
+not_catalog_function(Oid funcid, void *context)
+{
+	return get_func_namespace(funcid) != PG_CATALOG_NAMESPACE;
+}
+
+/* does expression node call a function (or operator) outside pg_catalog? */
+static bool
+calls_user_function(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, not_catalog_function, context))
+		return true;
+	return expression_tree_walker(node, calls_user_function, context);
+}
+
 /*
  * (SELECT <the stream's columns> FROM stream_ext_replay): each column from
  * the decoded message, else its default, else NULL -- the row an INSERT
@@ -217,7 +236,22 @@ replay_source_sql(Oid streamid, KafkaDecoder *dec)
 		if (name != NULL)
 			appendStringInfoString(&buf, quote_identifier(name));
 		else if ((def = build_column_default(rel, att->attnum)) != NULL)
+		{
+			/*
+			 * The replay evaluates it as the view's owner, where an insert
+			 * evaluates it as the inserter: only built-in functions, unless
+			 * the creator could run the stream owner's own.
+			 */
+			if (calls_user_function(def, NULL) &&
+				!has_privs_of_role(GetUserId(), rel->rd_rel->relowner))
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("backfill = 'kafka' cannot evaluate the default of column \"%s\" of stream \"%s\"",
+								NameStr(att->attname), RelationGetRelationName(rel)),
+						 errdetail("It calls a function that is not built in, which the replay would run as the view's owner."),
+						 errhint("Create the view as the stream's owner, or use backfill = 'stream'.")));
 			appendStringInfo(&buf, "(%s)", deparse_expression(def, NIL, false, false));
+		}
 		else
 			appendStringInfo(&buf, "NULL::%s",
 							 format_type_with_typemod(att->atttypid, att->atttypmod));
