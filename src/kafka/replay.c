@@ -54,6 +54,7 @@
 #include "miscadmin.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -395,7 +396,52 @@ backfill_record(BackfillSpec *spec, Oid viewid, Oid streamid,
 	replay_launch(MyDatabaseId, viewid, GetTopTransactionId());
 }
 
+/* is the view built by a Kafka replay (a backfills row, seen with the latest snapshot)? */
+bool
+backfill_replays(Oid viewid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1];
+	bool		result = false;
+	Oid			nsp = get_namespace_oid("stream_ext", true);
+
+	if (!OidIsValid(get_relname_relid("backfills", nsp)))
+		return false;
+	SPI_connect();
+	args[0] = ObjectIdGetDatum(viewid);
+	catalog_sql("SELECT 1 FROM stream_ext.backfills WHERE view = $1::pg_catalog.regclass",
+				1, argtypes, args, true, SPI_OK_SELECT);
+	result = SPI_processed > 0;
+	SPI_finish();
+	return result;
+}
+
 /* ---- workers -------------------------------------------------------------- */
+
+#define REPLAY_LOCK_FIELD4 0x5e52	/* tells our lock from user advisory locks */
+
+/*
+ * The lock a replay worker holds for its view's replay, for its whole life
+ * (session lock): one worker per view.
+ */
+void
+replay_locktag(LOCKTAG *tag, Oid viewid)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, viewid, 0, REPLAY_LOCK_FIELD4);
+}
+
+/* does a worker replay this view now?  (in the view's database) */
+static bool
+replay_worker_alive(Oid viewid)
+{
+	LOCKTAG		tag;
+
+	replay_locktag(&tag, viewid);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ExclusiveLock, false);
+	return false;
+}
 
 void
 replay_launch(Oid dboid, Oid viewid, TransactionId wait_xid)

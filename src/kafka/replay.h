@@ -51,11 +51,12 @@ extern bool backfill_from_stream(const BackfillSpec *spec);
 extern char *backfill_stream_source(const BackfillSpec *spec, const char *sq);
 extern void backfill_record(BackfillSpec *spec, Oid viewid, Oid streamid,
 							const char *maintain_sql, List *distinct_sql);
+extern bool backfill_replays(Oid viewid);
 extern void replay_launch_running(Oid dboid);
+extern void replay_locktag(struct LOCKTAG *tag, Oid viewid);
 extern void replay_launch(Oid dboid, Oid viewid, TransactionId wait_xid);
 
 /* replay_worker.c */
-extern bool replay_worker_alive(Oid viewid);
 extern PGDLLEXPORT void stream_ext_replay_worker_main(Datum main_arg);
 
 #endif							/* STREAM_EXT_KAFKA_REPLAY_H */

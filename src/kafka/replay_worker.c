@@ -38,7 +38,7 @@
  * The worker connects as the bootstrap superuser to read stream_ext's
  * catalog; everything done with the user's data runs as the view's owner.
  * One worker per view: it holds a session lock on the view's replay
- * (replay_worker_alive()); a twin started by the launcher's scanner exits.
+ * (replay_locktag(), replay.c); a twin started by the launcher's scanner exits.
  *
  *-------------------------------------------------------------------------
  */
@@ -82,7 +82,6 @@
 #define STATE_CHECK_MS	1000
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	30000
-#define REPLAY_LOCK_FIELD4 0x5e52	/* tells our lock from user advisory locks */
 
 typedef struct ReplayWorker
 {
@@ -122,27 +121,6 @@ typedef struct ReplayWorker
 } ReplayWorker;
 
 static ReplayWorker R;
-
-/* ---- one worker per view ------------------------------------------------- */
-
-static void
-set_replay_locktag(LOCKTAG *tag, Oid viewid)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, viewid, 0, REPLAY_LOCK_FIELD4);
-}
-
-/* does a worker replay this view now?  (in the view's database) */
-bool
-replay_worker_alive(Oid viewid)
-{
-	LOCKTAG		tag;
-
-	set_replay_locktag(&tag, viewid);
-	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&tag, ExclusiveLock, false);
-	return false;
-}
 
 /* ---- catalog --------------------------------------------------------------- */
 
@@ -797,7 +775,7 @@ stream_ext_replay_worker_main(Datum main_arg)
 	pgstat_report_appname("stream_ext kafka replay");
 
 	/* one worker per view */
-	set_replay_locktag(&tag, R.args.viewid);
+	replay_locktag(&tag, R.args.viewid);
 	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 		proc_exit(0);
 

@@ -143,6 +143,22 @@ is(sql(q{SELECT count(*) FROM stream_ext.backfills WHERE source = 'big_src' AND 
 wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'stream_ext kafka replay'}, '0',
 	'the worker of the dropped view exited');
 
+# ---- CREATE OR REPLACE in place (same OID) while its replay runs: the running
+# worker starts over with the new query, nothing of the old one stays
+sql(q{SET ROLE app;
+CREATE VIEW big_e WITH (continuous, backfill = 'kafka') AS SELECT k, count(*) AS n FROM big GROUP BY k;});
+wait_for(q{SELECT messages > 0 FROM stream_ext.backfill_progress WHERE view = 'big_e'::regclass}, 't',
+	'the replay of big_e started');
+sql(q{SET ROLE app;
+CREATE OR REPLACE VIEW big_e WITH (continuous, backfill = 'kafka') AS
+  SELECT k, count(*) AS n, sum(v) AS s FROM big GROUP BY k;});
+wait_for(q{SELECT state FROM stream_ext.backfill_progress WHERE view = 'big_e'::regclass}, 'done',
+	'the replay of the view replaced during its replay is done');
+my $big = expected(1, 20000);
+$big =~ s/^(\d+\|\d+\|\d+)\|\d+$/$1/mg;
+is(sql('SELECT k, n, s FROM big_e ORDER BY k'), $big,
+	'the view replaced during its replay equals its new query over the topic');
+
 # ---- the owner's rights are checked at every batch -----------------------------
 sql(q{SET ROLE app;
 CREATE VIEW big_r WITH (continuous, backfill = 'kafka') AS SELECT k, count(*) AS n FROM big GROUP BY k;});
