@@ -46,6 +46,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -600,6 +601,23 @@ apply_batch(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("continuous view \"%s\" was replaced, restarting its replay",
 						R.viewname)));
+
+	/* the owner now (ALTER VIEW ... OWNER TO: start over as the new one) */
+	{
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(R.args.viewid));
+
+		if (HeapTupleIsValid(tup))
+		{
+			Oid			owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+
+			ReleaseSysCache(tup);
+			if (owner != R.owner)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the owner of continuous view \"%s\" changed, restarting its replay",
+								R.viewname)));
+		}
+	}
 
 	/* the owner's rights now, not at CREATE */
 	if (pg_class_aclcheck(R.stream, R.owner, ACL_SELECT) != ACLCHECK_OK)
