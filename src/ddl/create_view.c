@@ -300,6 +300,9 @@ typedef struct ViewBuild
 	char	   *maintain_sql;	/* the per-batch statement */
 	List	   *distinct_sql;	/* per count(DISTINCT): its side table's */
 	List	   *backfill_sql;	/* ... and its backfill */
+	char	   *bsq;			/* the backfill's FROM: the stream, or its rows
+								 * since backfill_from */
+	List	   *replay_distinct;	/* backfill = 'kafka': per count(DISTINCT) */
 	ViewObjects obj;			/* the objects made */
 } ViewBuild;
 
@@ -407,6 +410,7 @@ create_build(ViewBuild *cv)
 	obj->sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan->streamid)),
 										 get_rel_name(plan->streamid));
 	obj->vq = quote_qualified_identifier(cv->nspname, viewname);
+	cv->bsq = backfill_stream_source(&cv->opts.backfill, obj->sq);
 
 	if (session->enabled)
 	{
@@ -464,7 +468,11 @@ create_build(ViewBuild *cv)
 		cv->distinct_sql = lappend(cv->distinct_sql,
 								   cv_distinct_sql(plan, agg, mq, aq, CV_NEW_ROWS, dq));
 		cv->backfill_sql = lappend(cv->backfill_sql,
-								   cv_distinct_sql(plan, agg, mq, aq, obj->sq, NULL));
+								   cv_distinct_sql(plan, agg, mq, aq, cv->bsq, NULL));
+		if (cv->opts.backfill.replay_source)
+			cv->replay_distinct = lappend(cv->replay_distinct,
+										  cv_distinct_sql(plan, agg, mq, aq,
+														  cv->opts.backfill.replay_source, NULL));
 	}
 
 	replace_define_view(&cv->replace, obj->vq,
@@ -517,7 +525,7 @@ create_record(ViewBuild *cv)
 	view_options_record(&cv->opts, obj);
 }
 
-/* phase 5: start from what the stream already holds */
+/* phase 5: start from what the stream already holds (or a Kafka replay) */
 static void
 create_view_backfill(ViewBuild *cv)
 {
@@ -525,12 +533,22 @@ create_view_backfill(ViewBuild *cv)
 	ViewObjects *obj = &cv->obj;
 	ListCell   *lc;
 
+	BackfillSpec *bf = &cv->opts.backfill;
+
 	view_options_backfill_begin(&cv->opts);
-	create_backfill(cv->opts.session.enabled ?
-					sessions_maintain_sql(&cv->opts.session, &cv->plan, obj->mq, obj->sq) :
-					cv_maintain_sql(&cv->plan, obj->mq, obj->sq), what);
-	foreach(lc, cv->backfill_sql)
-		create_backfill((char *) lfirst(lc), what);
+	if (backfill_from_stream(bf))
+	{
+		create_backfill(cv->opts.session.enabled ?
+						sessions_maintain_sql(&cv->opts.session, &cv->plan, obj->mq, cv->bsq) :
+						cv_maintain_sql(&cv->plan, obj->mq, cv->bsq), what);
+		foreach(lc, cv->backfill_sql)
+			create_backfill((char *) lfirst(lc), what);
+	}
+	/* backfill = 'kafka': the replay worker's statements (kafka/replay.c) */
+	if (bf->replay_source)
+		backfill_record(bf, obj->viewid, cv->plan.streamid,
+						cv_maintain_sql(&cv->plan, obj->mq, bf->replay_source),
+						cv->replay_distinct);
 	view_options_backfill_end(&cv->opts, obj);
 }
 

@@ -52,7 +52,8 @@ typedef enum ViewOptionModuleId
 	MOD_SESSIONS,
 	MOD_LATENESS,
 	MOD_RETENTION,
-	MOD_OUTPUT
+	MOD_OUTPUT,
+	MOD_BACKFILL
 } ViewOptionModuleId;
 
 typedef struct ViewOption
@@ -316,6 +317,8 @@ static const ViewOptionModule modules[] = {
 	 lateness_backfill_begin, lateness_backfill_end},
 	[MOD_RETENTION] = {"retention", retention_parse, retention_check, NULL, retention_record_options, NULL, NULL},
 	[MOD_OUTPUT] = {"output", output_parse, NULL, NULL, output_record, NULL, NULL},
+	/* the backfill itself and the replay's record: ddl/create_view.c */
+	[MOD_BACKFILL] = {"backfill", backfill_parse, NULL, backfill_prepare_options, NULL, NULL, NULL},
 };
 
 /* every option; the errhint of an unknown one lists them in this order */
@@ -331,6 +334,8 @@ static const ViewOption options[] = {
 	{"ttl_column", MOD_RETENTION, false, NULL},
 	{"output_stream", MOD_OUTPUT, true, NULL},	/* lateness' with emit */
 	{"notify", MOD_OUTPUT, true, alter_notify},
+	{"backfill", MOD_BACKFILL, false, NULL},
+	{"backfill_from", MOD_BACKFILL, false, NULL},
 };
 
 static const ViewOption *
@@ -380,6 +385,11 @@ view_options_parse(List *defs, CVOptions *vo)
 void
 view_options_check_kind(CVOptions *vo, bool transform)
 {
+	if (transform && (vo->backfill.given || vo->backfill.has_from))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("backfill options are not supported for continuous transforms"),
+				 errdetail("A continuous transform sees the rows inserted after it is created.")));
 	if (transform && vo->view_only)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -12,6 +12,7 @@
 #include "nodes/parsenodes.h"
 
 #include "housekeeping/retention.h"
+#include "kafka/replay.h"
 #include "query/analyze.h"
 #include "windows/lateness.h"
 #include "windows/sessions.h"
@@ -27,6 +28,7 @@ typedef struct CVOptions
 	TtlSpec		ttl;			/* ttl, ttl_column (retention.c) */
 	char	   *output_stream;	/* transforms only: the stream to append to */
 	char	   *notify;			/* channel to NOTIFY once per batch, or NULL */
+	BackfillSpec backfill;		/* backfill, backfill_from (kafka/replay.c) */
 	bool		view_only;		/* an option a continuous transform refuses */
 } CVOptions;
 
