@@ -298,6 +298,22 @@ alter_notify(Oid viewid, const char *viewname, DefElem *def, bool reset)
 							   channel ? CStringGetTextDatum(channel) : (Datum) 0);
 }
 
+/* ---- kafka/replay.c: backfill, backfill_from --------------------------- */
+
+static List *
+backfill_parse(List *defs, CVOptions *vo)
+{
+	return backfill_take_options(defs, &vo->backfill);
+}
+
+/* where the history comes from; the stream is locked by now */
+static void
+backfill_prepare_options(CVOptions *vo, CVPlan *plan, Query *query)
+{
+	backfill_prepare(&vo->backfill, plan->streamid, vo->session.enabled,
+					 vo->lateness.enabled);
+}
+
 /* ---- the tables ---------------------------------------------------------- */
 
 /*

@@ -13,6 +13,7 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "storage/lock.h"
 
 typedef enum BackfillMode
 {
@@ -53,7 +54,7 @@ extern void backfill_record(BackfillSpec *spec, Oid viewid, Oid streamid,
 							const char *maintain_sql, List *distinct_sql);
 extern bool backfill_replays(Oid viewid);
 extern void replay_launch_running(Oid dboid);
-extern void replay_locktag(struct LOCKTAG *tag, Oid viewid);
+extern void replay_locktag(LOCKTAG *tag, Oid viewid);
 extern void replay_launch(Oid dboid, Oid viewid, TransactionId wait_xid);
 
 /* replay_worker.c */
