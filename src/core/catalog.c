@@ -851,6 +851,24 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	return true;
 }
 
+/*
+ * The continuous view whose delta is deltaid (query/rollup.c: the upstream
+ * of the roll-ups fed by that delta); false if none.
+ */
+bool
+catalog_view_of_delta(Oid deltaid, ViewCatalogEntry *entry, MemoryContext mcxt)
+{
+	List	   *views;
+
+	if (!catalog_has_delta())
+		return false;
+	views = lookup_views("delta", deltaid, mcxt);
+	if (views == NIL)
+		return false;
+	*entry = *(ViewCatalogEntry *) linitial(views);
+	return true;
+}
+
 /* the continuous views of stream streamid (ViewCatalogEntry *, in mcxt) */
 List *
 catalog_views_of_stream(Oid streamid, MemoryContext mcxt)

@@ -61,6 +61,8 @@ extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  MemoryContext mcxt);
 extern void catalog_set_view_query(Oid viewid, const char *query_sql);
 extern List *catalog_views_of_stream(Oid streamid, MemoryContext mcxt);
+extern bool catalog_view_of_delta(Oid deltaid, ViewCatalogEntry *entry,
+								  MemoryContext mcxt);
 extern Oid	catalog_stream_of(Oid relid);
 extern void catalog_read_latest_begin(void);
 extern void catalog_read_latest_end(void);

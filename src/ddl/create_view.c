@@ -56,6 +56,7 @@
 #include "maintain/transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/rollup.h"
 #include "windows/lateness.h"
 #include "windows/sessions.h"
 #include "windows/windows.h"
@@ -381,6 +382,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	ListCell   *lc;
 	int			nestlevel;
 	ReplaceState replace;
+	RollupSpec	rollup;
 
 	if (!stream_ext_installed())
 		ereport(ERROR,
@@ -408,6 +410,11 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	raw->stmt_location = stmt_location;
 	raw->stmt_len = stmt_len;
 	query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	/* over a continuous view: the same query over its stream (query/rollup.c) */
+	query = rollup_compose(query, queryString, &rollup);
+	if (OidIsValid(rollup.upstream))
+		rollup_check_create(&rollup, stmt->replace,
+							session.enabled || window_opts != NIL || lateness.enabled);
 	if (transform_applies(query))
 	{
 		/* no aggregates: a continuous transform (maintain/transform.c) */
@@ -446,20 +453,25 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		retention_validate(&ttl, &plan, session.enabled);
 
 	/* the creator must be able to read everything the view reads */
-	ExecCheckRTPerms(query->rtable, true);
+	ExecCheckRTPerms(OidIsValid(rollup.upstream) ? rollup.original->rtable : query->rtable,
+					 true);
 
 	/* ... every row of it: no row-level security may hide any from them */
-	check_creator_rls(plan.streamid);
+	if (!OidIsValid(rollup.upstream))
+		check_creator_rls(plan.streamid);
 
 	/*
 	 * Keep writers out of the stream until we commit: rows committed before
 	 * are backfilled, rows inserted after see the maintenance trigger.
 	 */
-	LockRelationOid(plan.streamid, ShareRowExclusiveLock);
+	LockRelationOid(OidIsValid(rollup.upstream) ? rollup.updelta : plan.streamid,
+					ShareRowExclusiveLock);
 
 	/* CREATE OR REPLACE of an existing continuous view (ddl/replace_view.c) */
 	replace_begin(stmt, &replace);
 	nspid = RangeVarGetAndCheckCreationNamespace(stmt->view, NoLock, &existing);
+	if (replace.replacing)
+		rollup_check_replace(existing);
 	if (OidIsValid(existing) && !replace.replacing)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_TABLE),
@@ -558,7 +570,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 						window_view_select_sql(&plan, matrelid, mq, dq));
 	viewid = get_relname_relid(viewname, nspid);
 
-	maintain_sql = session.enabled ?
+	maintain_sql = OidIsValid(rollup.upstream) ? rollup_maintain_sql(&rollup, &plan, dq) :
+		session.enabled ?
 		sessions_maintain_sql(&session, &plan, mq, CV_NEW_ROWS) :
 		appends ? cv_maintain_append_sql(&plan, dq, CV_NEW_ROWS) :
 		cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
@@ -570,8 +583,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	 */
 	se_record_dependency(RelationRelationId, matrelid, RelationRelationId, viewid,
 						 DEPENDENCY_INTERNAL);
-	se_record_dependency(RelationRelationId, matrelid, RelationRelationId,
-						 plan.streamid, DEPENDENCY_NORMAL);
+	if (!OidIsValid(rollup.upstream))
+		se_record_dependency(RelationRelationId, matrelid, RelationRelationId,
+							 plan.streamid, DEPENDENCY_NORMAL);
 	joins_record_dependencies(plan.query, matrelid);
 	foreach(lc, auxids)
 		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
@@ -579,10 +593,14 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	if (appends)
 		se_record_dependency(RelationRelationId, deltaid, RelationRelationId, viewid,
 							 DEPENDENCY_INTERNAL);
-	create_maintenance_trigger(plan.streamid, viewid, matrelid, mq);
+	if (OidIsValid(rollup.upstream))
+		rollup_create_trigger(&rollup, viewid, matrelid, mq);
+	else
+		create_maintenance_trigger(plan.streamid, viewid, matrelid, mq);
 	CommandCounterIncrement();
 
-	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
+	catalog_insert_view(viewid, OidIsValid(rollup.upstream) ? rollup.updelta : plan.streamid,
+						matrelid, auxids, definition,
 						maintain_sql, distinct_sql);
 	/* a replaced view's old stream may have no view left */
 	if (replace.replacing)
@@ -601,7 +619,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	/* start from what the stream already holds */
 	if (lateness.enabled)
 		lateness_before_backfill(&lateness);
-	backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :
+	backfill(OidIsValid(rollup.upstream) ? rollup_backfill_sql(&rollup, &plan, mq) :
+			 session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :
 			 cv_maintain_sql(&plan, mq, sq));
 	foreach(lc, backfill_sql)
 		backfill((char *) lfirst(lc));

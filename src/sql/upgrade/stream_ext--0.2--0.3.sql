@@ -470,3 +470,8 @@ SELECT v.view,
   LEFT JOIN stream_ext._compaction_stats() c ON c.view = v.view::oid
   CROSS JOIN LATERAL (SELECT stream_ext.view_delta_rows(v.view) AS delta_rows) d;
 
+
+-- rollup: continuous views over continuous views (query/rollup.c).
+CREATE FUNCTION stream_ext.maintain_rollup() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_maintain_rollup'
+    LANGUAGE C;
