@@ -158,6 +158,23 @@ upstream_plan(RollupSpec *spec, const char *definition)
 				 errdetail("Its HAVING hides groups when it is read; a roll-up sees every group's states.")));
 }
 
+/*
+ * expr, or the argument of its cast to numeric: a roll-up's sum() of a
+ * count or sum is numeric as in SQL (rollup_aggregate()), a cast of the
+ * upstream's aggregate that a roll-up of the roll-up sees through.  Only
+ * to numeric: exact and order-preserving from every integer and numeric.
+ */
+static Expr *
+numeric_cast_arg(Expr *expr)
+{
+	if (exprType((Node *) expr) == NUMERICOID && IsA(expr, FuncExpr) &&
+		(((FuncExpr *) expr)->funcformat == COERCE_EXPLICIT_CAST ||
+		 ((FuncExpr *) expr)->funcformat == COERCE_IMPLICIT_CAST) &&
+		list_length(((FuncExpr *) expr)->args) == 1)
+		return (Expr *) linitial(((FuncExpr *) expr)->args);
+	return expr;
+}
+
 /* what each column of the upstream view is, and where it is stored */
 static void
 upstream_columns(RollupSpec *spec)
@@ -195,13 +212,13 @@ upstream_columns(RollupSpec *spec)
 				break;
 			}
 		}
-		if (col->kind == ROLLUP_OTHER && IsA(tle->expr, Aggref))
+		if (col->kind == ROLLUP_OTHER && IsA(numeric_cast_arg(tle->expr), Aggref))
 		{
 			foreach(lk, up->aggs)
 			{
 				CVAgg	   *agg = lfirst(lk);
 
-				if (equal(agg->aggref, tle->expr))
+				if (equal(agg->aggref, numeric_cast_arg(tle->expr)))
 				{
 					col->kind = agg->is_distinct ? ROLLUP_DISTINCT : ROLLUP_STATE;
 					col->expr = (Expr *) agg->aggref;
@@ -719,6 +736,7 @@ rollup_load(SeBatchEntry *entry, TriggerData *trigdata)
 	RollupUnit *unit = MemoryContextAllocZero(entry->cxt, sizeof(RollupUnit));
 	Oid			matrelid = relid_from_trigger_arg(trigger->tgargs[0]);
 	ViewCatalogEntry up;
+	MemoryContext old;
 
 	if (!OidIsValid(matrelid) ||
 		!catalog_lookup_view_by_matrel(matrelid, &unit->cat, entry->cxt))
@@ -739,7 +757,9 @@ rollup_load(SeBatchEntry *entry, TriggerData *trigdata)
 	entry->relids[0] = unit->cat.matrelid;
 	entry->relids[1] = unit->cat.streamid;
 	entry->relids[2] = unit->cat.viewid;
+	old = MemoryContextSwitchTo(entry->cxt);
 	entry->more_relids = list_make1_oid(up.viewid);
+	MemoryContextSwitchTo(old);
 	entry->owner = unit->cat.owner;
 	entry->timezone = unit->cat.timezone;
 	entry->notify = unit->cat.notify;
