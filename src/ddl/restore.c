@@ -29,6 +29,7 @@
 #include "core/util.h"
 #include "ddl/restore.h"
 #include "query/joins.h"
+#include "query/rollup.h"
 
 /*
  * Record that (classid, objid) depends on (refclassid, refobjid) unless it
@@ -103,8 +104,10 @@ ddl_restore_dependencies(Oid streamid)
 	List	   *objects;
 	ListCell   *lc;
 	int			n = 0;
+	bool		is_stream = catalog_is_stream(streamid);
 
-	if (!catalog_is_stream(streamid))
+	/* or the delta of a continuous view feeding roll-ups (query/rollup.c) */
+	if (!is_stream && !rollup_feeds_views(streamid))
 		return 0;
 
 	/* the trigger this CREATE TRIGGER has just made, in the relcache too */
@@ -129,6 +132,7 @@ ddl_restore_dependencies(Oid streamid)
 				n += restore_dependency(RelationRelationId, lfirst_oid(ac),
 										RelationRelationId, obj->objid, DEPENDENCY_INTERNAL);
 			n += restore_trigger_dependencies(stream, "maintain", obj->relid, obj->objid);
+			n += restore_trigger_dependencies(stream, "maintain_rollup", obj->relid, obj->objid);
 		}
 		else
 		{
@@ -140,8 +144,9 @@ ddl_restore_dependencies(Oid streamid)
 		}
 	}
 	table_close(stream, AccessShareLock);
-	n += restore_dependency(RelationRelationId, streamid, ExtensionRelationId,
-							get_extension_oid("stream_ext", false), DEPENDENCY_NORMAL);
+	if (is_stream)
+		n += restore_dependency(RelationRelationId, streamid, ExtensionRelationId,
+								get_extension_oid("stream_ext", false), DEPENDENCY_NORMAL);
 
 	/* the tables joined by the stream's views and transforms (query/joins.c) */
 	CommandCounterIncrement();
