@@ -55,9 +55,9 @@ CREATE VIEW clicks_total WITH (continuous) AS
 
 -- what the catalog holds: the roll-up is fed by its upstream's delta
 SELECT view, stream FROM stream_ext.view_catalog
- WHERE view::text LIKE 'clicks_per_%' OR view::text IN ('busy_hours', 'clicks_total') ORDER BY 1::text;
+ WHERE view::text LIKE 'clicks_per_%' OR view::text IN ('busy_hours', 'clicks_total') ORDER BY view::text;
 SELECT tgname ~ '^stream_ext_rollup_' AS rollup_trigger, tgrelid::regclass
-  FROM pg_trigger WHERE tgfoid = 'stream_ext.maintain_rollup'::regproc ORDER BY 2::text;
+  FROM pg_trigger WHERE tgfoid = 'stream_ext.maintain_rollup'::regproc ORDER BY tgrelid::regclass::text;
 \d clicks_per_hour
 
 -- the oracles: each view equals its query over the stream
