@@ -775,15 +775,7 @@ rollup_admit(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	RollupUnit *unit = entry->kind;
 
-	/* only the upstream's delta feeds it: no trigger elsewhere may forge states */
-	if (RelationGetRelid(trigdata->tg_relation) != unit->cat.streamid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("trigger \"%s\" on \"%s\" cannot maintain continuous view \"%s\": it reads another relation",
-						trigdata->tg_trigger->tgname,
-						RelationGetRelationName(trigdata->tg_relation),
-						get_rel_name(unit->cat.viewid))));
-	if (priv_invalid_reason(unit->cat.viewid) != NULL)
+	if (!maint_admit_view(trigdata, &unit->cat))
 		return false;
 	/* the owner reads the upstream: SELECT on it, checked at every batch */
 	if (pg_class_aclcheck(unit->upstream, unit->cat.owner, ACL_SELECT) != ACLCHECK_OK)
