@@ -869,6 +869,18 @@ catalog_view_of_delta(Oid deltaid, ViewCatalogEntry *entry, MemoryContext mcxt)
 	return true;
 }
 
+/* the continuous view whose side table (count(DISTINCT)) is auxid, or InvalidOid */
+Oid
+catalog_view_of_side_table(Oid auxid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT view::pg_catalog.oid FROM stream_ext.view_catalog"
+					 " WHERE $1::pg_catalog.regclass = ANY (aux_tables)",
+					 auxid, CATALOG_LATEST, 1, row_append_oid, &result);
+	return result != NIL ? linitial_oid(result) : InvalidOid;
+}
+
 /* the continuous views of stream streamid (ViewCatalogEntry *, in mcxt) */
 List *
 catalog_views_of_stream(Oid streamid, MemoryContext mcxt)

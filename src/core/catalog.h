@@ -61,6 +61,7 @@ extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  MemoryContext mcxt);
 extern void catalog_set_view_query(Oid viewid, const char *query_sql);
 extern List *catalog_views_of_stream(Oid streamid, MemoryContext mcxt);
+extern Oid	catalog_view_of_side_table(Oid auxid);
 extern bool catalog_view_of_delta(Oid deltaid, ViewCatalogEntry *entry,
 								  MemoryContext mcxt);
 extern Oid	catalog_stream_of(Oid relid);

@@ -557,6 +557,14 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		auxid = get_relname_relid(auxname, nspid);
 		se_create_guard_trigger(auxid);
 		auxids = lappend_oid(auxids, auxid);
+		if (OidIsValid(rollup.upstream))
+		{
+			/* fed by a side table of the upstream, backfilled from it */
+			distinct_sql = lappend(distinct_sql,
+								   rollup_distinct_sql(&rollup, &plan, agg, aq, dq));
+			backfill_sql = lappend(backfill_sql, llast(distinct_sql));
+			continue;
+		}
 		distinct_sql = lappend(distinct_sql,
 							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS, dq));
 		backfill_sql = lappend(backfill_sql,
@@ -623,7 +631,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 			 session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :
 			 cv_maintain_sql(&plan, mq, sq));
 	foreach(lc, backfill_sql)
-		backfill((char *) lfirst(lc));
+		backfill(OidIsValid(rollup.upstream) ?
+				 rollup_distinct_backfill_sql(&rollup, foreach_current_index(lc), lfirst(lc)) :
+				 (char *) lfirst(lc));
 	if (lateness.enabled)
 		lateness_record(viewid, &lateness, &plan, sq, vq);
 

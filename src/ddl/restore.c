@@ -87,6 +87,41 @@ restore_trigger_dependencies(Relation stream, const char *funcname,
 }
 
 /*
+ * The triggers stream_ext.maintain_rollup('<a roll-up's side table>') on
+ * relid, a side table of a continuous view feeding a roll-up's
+ * count(DISTINCT) (query/rollup.c), recorded AUTO on that roll-up.
+ */
+static int
+restore_side_table_triggers(Oid relid)
+{
+	Relation	rel;
+	Oid			nspid = get_namespace_oid("stream_ext", false);
+	int			n = 0;
+
+	if (!OidIsValid(catalog_view_of_side_table(relid)))
+		return 0;
+	CommandCounterIncrement();
+	rel = table_open(relid, AccessShareLock);
+	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *tg = &rel->trigdesc->triggers[i];
+		char	   *proname;
+		Oid			viewid;
+
+		if (tg->tgnargs != 1 || get_func_namespace(tg->tgfoid) != nspid)
+			continue;
+		proname = get_func_name(tg->tgfoid);
+		if (proname == NULL || strcmp(proname, "maintain_rollup") != 0)
+			continue;
+		viewid = catalog_view_of_side_table(relid_from_trigger_arg(tg->tgargs[0]));
+		n += restore_dependency(TriggerRelationId, tg->tgoid, RelationRelationId, viewid,
+								DEPENDENCY_AUTO);
+	}
+	table_close(rel, AccessShareLock);
+	return n;
+}
+
+/*
  * Record the dependencies of a stream and of its continuous views and
  * transforms that are missing.  pg_dump does not dump dependencies: after
  * a restore the materializations would no longer go with their views, the
@@ -108,7 +143,7 @@ ddl_restore_dependencies(Oid streamid)
 
 	/* or the delta of a continuous view feeding roll-ups (query/rollup.c) */
 	if (!is_stream && !rollup_feeds_views(streamid))
-		return 0;
+		return restore_side_table_triggers(streamid);
 
 	/* the trigger this CREATE TRIGGER has just made, in the relcache too */
 	CommandCounterIncrement();

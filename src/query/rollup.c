@@ -122,6 +122,7 @@ typedef struct RollupColumn
 	Expr	   *expr;			/* key expression or Aggref, over the stream */
 	char	   *stored;			/* its column in materialization and delta */
 	AttrNumber delta_attno;		/* that column's number in the delta */
+	Oid			auxid;			/* count(DISTINCT): its side table */
 } RollupColumn;
 
 /* the name of the delta's rows in the batch statement */
@@ -175,6 +176,32 @@ numeric_cast_arg(Expr *expr)
 	return expr;
 }
 
+/*
+ * The side table of the upstream's count(DISTINCT) agg: the view's side
+ * tables are recorded in the order of its count(DISTINCT) aggregates
+ * (parts: the materialization, then the side tables).
+ */
+static Oid
+distinct_side_table(CVPlan *up, CVAgg *agg, List *parts)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, up->aggs)
+	{
+		CVAgg	   *a = lfirst(lc);
+
+		if (!a->is_distinct)
+			continue;
+		n++;
+		if (a == agg)
+			break;
+	}
+	if (n >= list_length(parts))
+		elog(ERROR, "stream_ext: side table %d of a continuous view is missing", n);
+	return list_nth_oid(parts, n);
+}
+
 /* what each column of the upstream view is, and where it is stored */
 static void
 upstream_columns(RollupSpec *spec)
@@ -183,6 +210,8 @@ upstream_columns(RollupSpec *spec)
 	List	   *names = cv_view_column_aliases(spec->upstream);
 	ListCell   *lc;
 	int			n = 0;
+
+	List	   *parts = catalog_view_parts(spec->upstream);	/* matrel, side tables */
 
 	spec->ncols = list_length(names);
 	spec->cols = palloc0(sizeof(RollupColumn) * Max(spec->ncols, 1));
@@ -223,6 +252,8 @@ upstream_columns(RollupSpec *spec)
 					col->kind = agg->is_distinct ? ROLLUP_DISTINCT : ROLLUP_STATE;
 					col->expr = (Expr *) agg->aggref;
 					col->stored = agg->colname;
+					if (agg->is_distinct)
+						col->auxid = distinct_side_table(up, agg, parts);
 					break;
 				}
 			}
@@ -280,7 +311,9 @@ typedef struct ComposeContext
 {
 	RollupSpec *spec;
 	Oid			combine_oid;
-	bool		to_delta;		/* Vars over the delta, not the stream */
+	Oid			target;			/* Vars over this relation's columns of the
+								 * same names (the delta, a side table);
+								 * InvalidOid: over the stream */
 	const char *querytext;
 } ComposeContext;
 
@@ -315,14 +348,18 @@ key_column(ComposeContext *cx, Var *var)
 						col->name, upstream_name(cx->spec)),
 				 errdetail("A continuous view over another groups and filters by the other's group keys; it reads the other's aggregates only inside an aggregate."),
 				 errhint("Aggregate the column with stream_ext.combine(%s).", quote_identifier(col->name))));
-	if (cx->to_delta)
+	if (OidIsValid(cx->target))
 	{
+		AttrNumber	attno = get_attnum(cx->target, col->stored);
 		Oid			type;
 		int32		typmod;
 		Oid			coll;
 
-		get_atttypetypmodcoll(cx->spec->updelta, col->delta_attno, &type, &typmod, &coll);
-		return (Node *) makeVar(1, col->delta_attno, type, typmod, coll, 0);
+		if (attno == InvalidAttrNumber)
+			elog(ERROR, "stream_ext: \"%s\" has no column \"%s\"", get_rel_name(cx->target),
+				 col->stored);
+		get_atttypetypmodcoll(cx->target, attno, &type, &typmod, &coll);
+		return (Node *) makeVar(1, attno, type, typmod, coll, 0);
 	}
 	return copyObject((Node *) col->expr);
 }
@@ -354,13 +391,24 @@ rollup_aggregate(ComposeContext *cx, Aggref *agg)
 		var->varattno > cx->spec->ncols)
 		refuse_aggregate(cx, agg, "Its argument is not a column of the view: only the stored states of an aggregate column can be merged.");
 	col = &cx->spec->cols[var->varattno - 1];
-	if (col->kind == ROLLUP_DISTINCT)
+	if (col->kind == ROLLUP_DISTINCT && agg->aggfnoid != cx->combine_oid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("column \"%s\" of continuous view \"%s\" is a count(DISTINCT ...) and cannot be rolled up",
-						col->name, upstream_name(cx->spec)),
-				 errdetail("An exact count(DISTINCT) keeps its values per group in a side table, not a state that merges."),
-				 errhint("Define the column with hll_add_agg() (postgresql-15-hll) and roll it up with stream_ext.combine(column) or hll_union_agg(column), or count the distinct values in a view over the stream.")));
+				 errmsg("aggregate %s() over column \"%s\" of continuous view \"%s\" cannot be maintained",
+						get_func_name(agg->aggfnoid), col->name, upstream_name(cx->spec)),
+				 errdetail("The column is a count(DISTINCT ...): a value counted in two of its groups would be counted twice."),
+				 errhint("Roll it up with stream_ext.combine(%s): the distinct values of the coarser group, counted exactly.",
+						 quote_identifier(col->name))));
+	if (col->kind == ROLLUP_DISTINCT)
+	{
+		/* the upstream's count(DISTINCT): its side table feeds ours */
+		Aggref	   *up = copyObject((Aggref *) col->expr);
+
+		if (OidIsValid(cx->target))
+			elog(ERROR, "stream_ext: rollup aggregate left in a key expression");
+		up->location = agg->location;
+		return (Node *) up;
+	}
 	if (col->kind != ROLLUP_STATE)
 		refuse_aggregate(cx, agg,
 						 psprintf("Column \"%s\" is %s, not one aggregate of the view's query: its value has no stored state, and an aggregate of values taken once per batch counts groups again.",
@@ -371,7 +419,7 @@ rollup_aggregate(ComposeContext *cx, Aggref *agg)
 						 psprintf("Column \"%s\" is %s(); %s() of its values is not the merge of its states (only stream_ext.combine() of any aggregate column, sum() of a count or sum, min() of a min and max() of a max are).",
 								  col->name, get_func_name(up->aggfnoid),
 								  get_func_name(agg->aggfnoid)));
-	if (cx->to_delta)
+	if (OidIsValid(cx->target))
 		elog(ERROR, "stream_ext: rollup aggregate left in a key expression");
 
 	/* the upstream's own aggregate: the same states */
@@ -488,7 +536,7 @@ rollup_compose(Query *query, const char *querytext, RollupSpec *spec)
 	/* the same query over the upstream's FROM */
 	cx.spec = spec;
 	cx.combine_oid = combine_function();
-	cx.to_delta = false;
+	cx.target = InvalidOid;
 	cx.querytext = querytext;
 	upq = spec->uplan->query;
 	composed = copyObject(query);
@@ -558,7 +606,7 @@ rollup_feeds_views(Oid deltaid)
 static char *
 batch_agg_sql(RollupSpec *spec, CVPlan *plan, const char *source)
 {
-	ComposeContext cx = {spec, InvalidOid, true, NULL};
+	ComposeContext cx = {spec, InvalidOid, spec->updelta, NULL};
 	List	   *ctx = deparse_context_for(ROLLUP_ALIAS, spec->updelta);
 	Query	   *q = spec->original;
 	List	   *key_exprs = NIL;
@@ -589,13 +637,15 @@ batch_agg_sql(RollupSpec *spec, CVPlan *plan, const char *source)
 		CVAgg	   *agg = lfirst(lc);
 		const char *upcol = NULL;
 
+		if (agg->is_distinct)
+			continue;			/* rollup_distinct_sql() */
 		for (int i = 0; i < spec->ncols; i++)
 		{
 			if (spec->cols[i].kind == ROLLUP_STATE &&
 				equal(spec->cols[i].expr, agg->aggref))
 				upcol = spec->cols[i].stored;
 		}
-		if (upcol == NULL || agg->is_distinct)
+		if (upcol == NULL)
 			elog(ERROR, "stream_ext: no state of \"%s\" for aggregate %s",
 				 upstream_name(spec), get_func_name(agg->aggref->aggfnoid));
 		appendStringInfo(&buf, ", stream_ext.merge_states(%s.%s, %s::pg_catalog.regprocedure) AS %s",
@@ -635,16 +685,15 @@ rollup_maintain_sql(RollupSpec *spec, CVPlan *plan, const char *delta)
 }
 
 /*
- * The backfill: the upstream's groups as they are now, read as the
- * upstream's owner with the latest snapshot (the caller holds the
- * upstream's delta) into a tuplestore registered as CV_NEW_ROWS on the
- * caller's SPI connection; returns the statement storing them into the
- * roll-up's materialization, to be run as the creator.
+ * The rows of source (SQL of stream_ext's own, over the upstream's tables),
+ * read as the upstream's owner with the latest snapshot (the caller holds
+ * the upstream's delta), into a tuplestore registered as CV_NEW_ROWS on the
+ * caller's SPI connection, in place of any registered before: the batch of
+ * a backfill statement then run as the roll-up's creator.
  */
-char *
-rollup_backfill_sql(RollupSpec *spec, CVPlan *plan, const char *matrel)
+static void
+register_upstream_rows(RollupSpec *spec, const char *source)
 {
-	char	   *source;
 	SeRunAs		runas;
 	Portal		portal;
 	Tuplestorestate *store;
@@ -652,12 +701,6 @@ rollup_backfill_sql(RollupSpec *spec, CVPlan *plan, const char *matrel)
 	EphemeralNamedRelation enr;
 	uint64		n = 0;
 
-	source = psprintf("SELECT * FROM %s m",
-					  cv_merged_source_sql(spec->uplan,
-										   quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->upmatrel)),
-																	  get_rel_name(spec->upmatrel)),
-										   quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->updelta)),
-																	  get_rel_name(spec->updelta))));
 	store = tuplestore_begin_heap(false, false, work_mem);
 	se_run_as_owner(&runas, spec->upowner, NULL);
 	PushActiveSnapshot(GetLatestSnapshot());
@@ -678,6 +721,7 @@ rollup_backfill_sql(RollupSpec *spec, CVPlan *plan, const char *matrel)
 	PopActiveSnapshot();
 	se_restore(&runas);
 
+	(void) SPI_unregister_relation(CV_NEW_ROWS);
 	enr = palloc0(sizeof(EphemeralNamedRelationData));
 	enr->md.name = CV_NEW_ROWS;
 	enr->md.reliddesc = InvalidOid;
@@ -687,9 +731,104 @@ rollup_backfill_sql(RollupSpec *spec, CVPlan *plan, const char *matrel)
 	enr->reldata = store;
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "SPI_register_relation failed");
+}
+
+static char *
+rel_sql(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/*
+ * The backfill: the upstream's groups as they are now (materialization
+ * (+) delta) registered as the batch (register_upstream_rows()); returns
+ * the statement storing them into the roll-up's materialization.
+ */
+char *
+rollup_backfill_sql(RollupSpec *spec, CVPlan *plan, const char *matrel)
+{
+	register_upstream_rows(spec,
+						   psprintf("SELECT * FROM %s m",
+									cv_merged_source_sql(spec->uplan, rel_sql(spec->upmatrel),
+														 rel_sql(spec->updelta))));
 	return cv_store_sql(plan, matrel,
 						psprintf("(%s)", batch_agg_sql(spec, plan, CV_NEW_ROWS)),
 						CV_BATCH_AGG_ALIAS);
+}
+
+/*
+ * A roll-up's count(DISTINCT) (stream_ext.combine() of the upstream's):
+ * fed by the inserts into the upstream's side table of (fine keys, value),
+ * which hold each value new to a fine group once.  Per batch of them, the
+ * pairs (coarse keys, value) go into the roll-up's side table, whose unique
+ * index keeps each once, and the number of those new to the coarse group
+ * is appended to the roll-up's delta -- the statement a view over a stream
+ * runs per count(DISTINCT), over the side table's rows (alias a).
+ */
+char *
+rollup_distinct_sql(RollupSpec *spec, CVPlan *plan, CVAgg *agg, const char *auxrel,
+					const char *delta)
+{
+	Oid			feed = InvalidOid;
+	ComposeContext cx = {spec, InvalidOid, InvalidOid, NULL};
+	Query	   *q = spec->original;
+	List	   *ctx;
+	StringInfoData buf;
+	StringInfoData cols;
+	ListCell   *lc;
+	Node	   *where;
+
+	for (int i = 0; i < spec->ncols; i++)
+	{
+		if (spec->cols[i].kind == ROLLUP_DISTINCT && equal(spec->cols[i].expr, agg->aggref))
+			feed = spec->cols[i].auxid;
+	}
+	if (!OidIsValid(feed) || delta == NULL || cv_auxrel_hashed(plan, agg))
+		elog(ERROR, "stream_ext: count(DISTINCT) of a roll-up without a side table to read");
+	cx.target = feed;
+	ctx = deparse_context_for("a", feed);
+
+	initStringInfo(&cols);
+	append_key_columns(&cols, plan, "");
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "/* stream_ext maintenance */ WITH new_values AS (INSERT INTO %s (%s%svalue) SELECT DISTINCT ",
+					 auxrel, cols.data, plan->keyless ? "" : ", ");
+	foreach(lc, q->groupClause)
+	{
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), q->targetList);
+
+		appendStringInfo(&buf, "%s, ",
+						 deparse_expression(compose_mutator((Node *) copyObject(tle->expr), &cx),
+											ctx, true, false));
+	}
+	appendStringInfo(&buf, "a.value FROM %s a", CV_NEW_ROWS);
+	where = compose_mutator(copyObject(q->jointree->quals), &cx);
+	if (where)
+		appendStringInfo(&buf, " WHERE %s", deparse_expression(where, ctx, true, false));
+	appendStringInfo(&buf, " ON CONFLICT DO NOTHING RETURNING %s) INSERT INTO %s (%s, %s) SELECT %s, pg_catalog.count(*) FROM new_values",
+					 plan->keyless ? "1" : cols.data, delta,
+					 plan->keyless ? CV_SINGLE_COLUMN : cols.data,
+					 quote_identifier(agg->colname),
+					 plan->keyless ? "true" : cols.data);
+	for (int i = 1; i <= list_length(plan->keys); i++)
+		appendStringInfo(&buf, "%s%d", i == 1 ? " GROUP BY " : ", ", i);
+
+	spec->distinct_feeds = lappend_oid(spec->distinct_feeds, feed);
+	spec->distinct_aux = lappend(spec->distinct_aux, pstrdup(auxrel));
+	return buf.data;
+}
+
+/*
+ * The backfill of the roll-up's n-th count(DISTINCT) (0-based): sql
+ * (rollup_distinct_sql()) over the upstream's side table as it is now.
+ */
+char *
+rollup_distinct_backfill_sql(RollupSpec *spec, int n, char *sql)
+{
+	register_upstream_rows(spec, psprintf("SELECT * FROM %s",
+										  rel_sql(list_nth_oid(spec->distinct_feeds, n))));
+	return sql;
 }
 
 /*
@@ -699,34 +838,66 @@ rollup_backfill_sql(RollupSpec *spec, CVPlan *plan, const char *matrel)
  * the roll-up so that it goes with it.  The roll-up's materialization
  * depends on the upstream's delta: DROP of the upstream needs CASCADE.
  */
-void
-rollup_create_trigger(RollupSpec *spec, Oid viewid, Oid matrelid, const char *mq)
+static void
+create_feed_trigger(Oid feed, Oid viewid, Oid target, const char *arg)
 {
-	char	   *base = psprintf("stream_ext_rollup_%u", matrelid);
+	char	   *base = psprintf("stream_ext_rollup_%u", target);
 	char	   *trigname = base;
 	SeRunAs		runas;
 	Oid			trigid;
 
-	for (int n = 2; OidIsValid(get_trigger_oid(spec->updelta, trigname, true)); n++)
+	for (int n = 2; OidIsValid(get_trigger_oid(feed, trigname, true)); n++)
 		trigname = psprintf("%s_%d", base, n);
-	se_run_as_role(&runas, se_relation_owner(spec->updelta));
-	trigid = se_create_statement_trigger(spec->updelta, trigname, TRIGGER_TYPE_AFTER,
-										 TRIGGER_TYPE_INSERT, "maintain_rollup", mq,
+	se_run_as_role(&runas, se_relation_owner(feed));
+	trigid = se_create_statement_trigger(feed, trigname, TRIGGER_TYPE_AFTER,
+										 TRIGGER_TYPE_INSERT, "maintain_rollup", arg,
 										 CV_NEW_ROWS);
 	se_restore(&runas);
 	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
 						 DEPENDENCY_AUTO);
+	CacheInvalidateRelcacheByRelid(feed);
+}
+
+void
+rollup_create_trigger(RollupSpec *spec, Oid viewid, Oid matrelid, const char *mq)
+{
+	ListCell   *lf;
+	ListCell   *la;
+
+	create_feed_trigger(spec->updelta, viewid, matrelid, mq);
+	/* each count(DISTINCT): stream_ext.maintain_rollup('<its side table>') */
+	forboth(lf, spec->distinct_feeds, la, spec->distinct_aux)
+		create_feed_trigger(lfirst_oid(lf), viewid,
+							relid_from_trigger_arg((char *) lfirst(la)),
+							(char *) lfirst(la));
 	se_record_dependency(RelationRelationId, matrelid, RelationRelationId,
 						 spec->updelta, DEPENDENCY_NORMAL);
-	CacheInvalidateRelcacheByRelid(spec->updelta);
 }
 
 /* ---- the trigger: stream_ext.maintain_rollup(materialization) ---------- */
+
+/* the position of relid in list (1-based), 0 if none */
+static int
+oid_position(List *list, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+	{
+		if (lfirst_oid(lc) == relid)
+			return foreach_current_index(lc) + 1;
+	}
+	return 0;
+}
 
 typedef struct RollupUnit
 {
 	ViewCatalogEntry cat;		/* the roll-up */
 	Oid			upstream;		/* the view it reads */
+	const char *sql;			/* its statement for this trigger's batches */
+	Oid			auxid;			/* a count(DISTINCT)'s side table, fed by a
+								 * side table of the upstream; InvalidOid:
+								 * the states, fed by the upstream's delta */
 } RollupUnit;
 
 static void
@@ -738,8 +909,27 @@ rollup_load(SeBatchEntry *entry, TriggerData *trigdata)
 	ViewCatalogEntry up;
 	MemoryContext old;
 
-	if (!OidIsValid(matrelid) ||
+	if (OidIsValid(matrelid) &&
 		!catalog_lookup_view_by_matrel(matrelid, &unit->cat, entry->cxt))
+	{
+		/* the side table of a count(DISTINCT): its statement (parts: matrel, side tables) */
+		Oid			viewid = catalog_view_of_side_table(matrelid);
+		List	   *parts;
+		int			n;
+
+		if (OidIsValid(viewid) &&
+			catalog_lookup_view(viewid, &unit->cat, entry->cxt) &&
+			(n = oid_position(parts = catalog_view_parts(viewid), matrelid) - 1) > 0 &&
+			n <= list_length(unit->cat.distinct_sql))
+		{
+			unit->auxid = matrelid;
+			unit->sql = list_nth(unit->cat.distinct_sql, n - 1);
+			matrelid = unit->cat.matrelid;
+		}
+	}
+	if (unit->sql == NULL)
+		unit->sql = unit->cat.maintain_sql;
+	if (!OidIsValid(matrelid) || unit->cat.matrelid != matrelid)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("continuous view with materialization %s does not exist",
@@ -775,7 +965,22 @@ rollup_admit(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	RollupUnit *unit = entry->kind;
 
-	if (!maint_admit_view(trigdata, &unit->cat))
+	if (OidIsValid(unit->auxid))
+	{
+		/* a side table of the upstream feeds a count(DISTINCT), none other */
+		List	   *parts = catalog_view_parts(unit->upstream);
+
+		if (oid_position(parts, RelationGetRelid(trigdata->tg_relation)) <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("trigger \"%s\" on \"%s\" cannot maintain continuous view \"%s\": it reads another relation",
+							trigdata->tg_trigger->tgname,
+							RelationGetRelationName(trigdata->tg_relation),
+							get_rel_name(unit->cat.viewid))));
+		if (priv_invalid_reason(unit->cat.viewid) != NULL)
+			return false;
+	}
+	else if (!maint_admit_view(trigdata, &unit->cat))
 		return false;
 	/* the owner reads the upstream: SELECT on it, checked at every batch */
 	if (pg_class_aclcheck(unit->upstream, unit->cat.owner, ACL_SELECT) != ACLCHECK_OK)
@@ -795,7 +1000,7 @@ rollup_prepare(SeBatchEntry *entry)
 {
 	RollupUnit *unit = entry->kind;
 
-	(void) se_batch_prepare(entry, unit->cat.maintain_sql, 0, NULL);
+	(void) se_batch_prepare(entry, unit->sql, 0, NULL);
 }
 
 static uint64

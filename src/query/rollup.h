@@ -25,6 +25,10 @@ typedef struct RollupSpec
 	CVPlan	   *uplan;			/* the upstream's plan, from its definition */
 	struct RollupColumn *cols;	/* per column of the upstream view */
 	int			ncols;
+	List	   *distinct_feeds;	/* per count(DISTINCT) of the roll-up, in
+								 * order: the upstream side table feeding
+								 * it (Oid list) */
+	List	   *distinct_aux;	/* ... and its own side table (char *) */
 } RollupSpec;
 
 extern Query *rollup_compose(Query *query, const char *querytext, RollupSpec *spec);
@@ -32,6 +36,9 @@ extern void rollup_check_create(RollupSpec *spec, bool replacing, bool options);
 extern void rollup_check_replace(Oid existing);
 extern char *rollup_maintain_sql(RollupSpec *spec, CVPlan *plan, const char *delta);
 extern char *rollup_backfill_sql(RollupSpec *spec, CVPlan *plan, const char *matrel);
+extern char *rollup_distinct_sql(RollupSpec *spec, CVPlan *plan, CVAgg *agg,
+								 const char *auxrel, const char *delta);
+extern char *rollup_distinct_backfill_sql(RollupSpec *spec, int n, char *sql);
 extern void rollup_create_trigger(RollupSpec *spec, Oid viewid, Oid matrelid,
 								  const char *mq);
 extern bool rollup_feeds_views(Oid deltaid);
