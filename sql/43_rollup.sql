@@ -170,15 +170,18 @@ SELECT * FROM check_all('after TTL on the fine view');
 INSERT INTO clicks VALUES ('/p1', 1, '2024-01-01 00:00:01+00', 1), (NULL, 2, '2024-01-03 00:00:00+00', NULL);
 SELECT * FROM check_all('after a batch following TTL');
 
--- upstreams of other shapes: a count(DISTINCT) of an int (its batches also
--- append rows of distinct counts to the delta, NULL states the roll-up
--- merges into nothing), keyless, a tumbling window, a join with a table
+-- upstreams of other shapes: a count(DISTINCT) of an int (rolled up exactly
+-- through its side table, by a roll-up and a keyless roll-up of that),
+-- keyless, a tumbling window, a join with a table
 SELECT stream_ext.create_stream('rollup.ev', 'k int, ts timestamptz, v int');
 CREATE TABLE dim (k int PRIMARY KEY, label text);
 INSERT INTO dim SELECT g, 'L' || (g % 3) FROM generate_series(0, 9) g;
 CREATE VIEW ev_distinct WITH (continuous) AS
   SELECT k, count(*) AS n, count(DISTINCT v) AS dv FROM ev GROUP BY k;
-CREATE VIEW ev_distinct_up WITH (continuous) AS SELECT k % 2 AS p, sum(n) AS n FROM ev_distinct GROUP BY 1;
+CREATE VIEW ev_distinct_up WITH (continuous) AS
+  SELECT k % 2 AS p, sum(n) AS n, stream_ext.combine(dv) AS dv FROM ev_distinct GROUP BY 1;
+CREATE VIEW ev_distinct_all WITH (continuous) AS
+  SELECT sum(n) AS n, stream_ext.combine(dv) AS dv FROM ev_distinct_up;
 CREATE VIEW ev_total WITH (continuous) AS SELECT count(*) AS n, avg(v) AS a FROM ev;
 CREATE VIEW ev_total_up WITH (continuous) AS SELECT sum(n) AS n, stream_ext.combine(a) AS a FROM ev_total;
 CREATE VIEW ev_tumble WITH (continuous) AS
@@ -189,13 +192,29 @@ CREATE VIEW ev_join WITH (continuous) AS
 CREATE VIEW ev_join_up WITH (continuous) AS SELECT label, sum(n) AS n FROM ev_join GROUP BY 1;
 INSERT INTO ev SELECT i % 10, '2024-01-01'::timestamptz + i * interval '13 seconds', i % 7 FROM generate_series(1, 1000) i;
 INSERT INTO ev SELECT i % 12, '2024-01-01'::timestamptz + i * interval '13 seconds', i % 11 FROM generate_series(1, 10) i;
-SELECT (SELECT count(*) FROM ((TABLE ev_distinct_up EXCEPT ALL SELECT k % 2, count(*) FROM ev GROUP BY 1)
-                              UNION ALL (SELECT k % 2, count(*) FROM ev GROUP BY 1 EXCEPT ALL TABLE ev_distinct_up)) d) AS distinct_upstream_differing,
+INSERT INTO ev VALUES (NULL, '2024-01-01', 1000), (3, '2024-01-01', NULL);
+SELECT stream_ext.compact('ev_distinct') > 0 AS compacted;
+INSERT INTO ev SELECT i % 5, '2024-01-01'::timestamptz + i * interval '1 second', 100 + i % 3 FROM generate_series(1, 30) i;
+SELECT (SELECT count(*) FROM ((TABLE ev_distinct_up EXCEPT ALL SELECT k % 2, count(*), count(DISTINCT v) FROM ev GROUP BY 1)
+                              UNION ALL (SELECT k % 2, count(*), count(DISTINCT v) FROM ev GROUP BY 1 EXCEPT ALL TABLE ev_distinct_up)) d) AS distinct_differing,
+       (SELECT (n, dv) = (SELECT count(*), count(DISTINCT v) FROM ev) FROM ev_distinct_all) AS distinct_of_distinct_equal,
        (SELECT n = (SELECT count(*) FROM ev) AND round(a, 8) = (SELECT round(avg(v), 8) FROM ev) FROM ev_total_up) AS keyless_equal,
        (SELECT count(*) FROM ((TABLE ev_tumble_up EXCEPT ALL SELECT date_trunc('hour', ts), count(*) FROM ev GROUP BY 1)
                               UNION ALL (SELECT date_trunc('hour', ts), count(*) FROM ev GROUP BY 1 EXCEPT ALL TABLE ev_tumble_up)) d) AS tumble_differing,
        (SELECT count(*) FROM ((TABLE ev_join_up EXCEPT ALL SELECT d.label, count(*) FROM ev e JOIN dim d USING (k) GROUP BY 1)
                               UNION ALL (SELECT d.label, count(*) FROM ev e JOIN dim d USING (k) GROUP BY 1 EXCEPT ALL TABLE ev_join_up)) d) AS join_differing;
+
+-- a count(DISTINCT) roll-up created over history: backfilled from the
+-- upstream's side table, then fed by its inserts
+CREATE VIEW ev_distinct_late WITH (continuous) AS
+  SELECT k % 3 AS t, stream_ext.combine(dv) AS dv FROM ev_distinct GROUP BY 1;
+SELECT count(*) AS late_differing_after_backfill FROM (
+  (TABLE ev_distinct_late EXCEPT ALL SELECT k % 3, count(DISTINCT v) FROM ev GROUP BY 1)
+  UNION ALL (SELECT k % 3, count(DISTINCT v) FROM ev GROUP BY 1 EXCEPT ALL TABLE ev_distinct_late)) d;
+INSERT INTO ev SELECT i % 9, '2024-01-01'::timestamptz + i * interval '1 second', 200 + i % 4 FROM generate_series(1, 40) i;
+SELECT count(*) AS late_differing_after_batch FROM (
+  (TABLE ev_distinct_late EXCEPT ALL SELECT k % 3, count(DISTINCT v) FROM ev GROUP BY 1)
+  UNION ALL (SELECT k % 3, count(DISTINCT v) FROM ev GROUP BY 1 EXCEPT ALL TABLE ev_distinct_late)) d;
 
 -- what cannot be maintained from partial states is refused at CREATE
 \set VERBOSITY default
@@ -205,7 +224,7 @@ CREATE VIEW bad WITH (continuous) AS SELECT url, sum(avg_latency) FROM clicks_pe
 CREATE VIEW bad WITH (continuous) AS SELECT url, max(hits) FROM clicks_per_minute GROUP BY url;
 CREATE VIEW bad WITH (continuous) AS SELECT url, max(minute) FROM clicks_per_minute GROUP BY url;
 CREATE VIEW bad WITH (continuous) AS SELECT url, sum(DISTINCT hits) FROM clicks_per_minute GROUP BY url;
-CREATE VIEW bad WITH (continuous) AS SELECT stream_ext.combine(dv) FROM ev_distinct;
+CREATE VIEW bad WITH (continuous) AS SELECT sum(dv) FROM ev_distinct;
 CREATE VIEW bad WITH (continuous) AS SELECT hits, count(*) FROM clicks_per_minute GROUP BY hits;
 CREATE VIEW bad WITH (continuous) AS SELECT url, sum(hits) FROM clicks_per_minute WHERE hits > 3 GROUP BY url;
 CREATE VIEW bad WITH (continuous) AS SELECT url, sum(hits) * 2 FROM clicks_per_minute GROUP BY url, hits;
