@@ -1,5 +1,6 @@
 # A chain of roll-ups (docs/continuous-views.md#views-over-views) through
-# pg_dump/pg_restore: the restored chain has its triggers on the deltas once,
+# pg_dump/pg_restore: the restored chain has its triggers on the deltas (and
+# on the side tables feeding its exact count(DISTINCT)) once,
 # every dependency back (DROP of the upstream still needs CASCADE and takes
 # the chain along), and each view goes on equalling its query over the stream
 # as rows arrive, with a roll-up owned by another role.
@@ -22,16 +23,18 @@ CREATE EXTENSION stream_ext;
 SELECT stream_ext.create_stream('ev', 'k int, ts timestamptz, v int');
 GRANT CREATE ON SCHEMA public TO bob;
 CREATE VIEW per_min WITH (continuous) AS
-  SELECT k, date_trunc('minute', ts) AS minute, count(*) AS n, sum(v) AS s, avg(v) AS a, max(v) AS hi
+  SELECT k, date_trunc('minute', ts) AS minute, count(*) AS n, sum(v) AS s, avg(v) AS a, max(v) AS hi,
+         count(DISTINCT v) AS dv
     FROM ev GROUP BY k, minute;
 INSERT INTO ev SELECT i % 5, '2024-01-01'::timestamptz + i * interval '7 seconds', i % 31
   FROM generate_series(1, 1000) i;
 CREATE VIEW per_hour WITH (continuous) AS
   SELECT k, date_trunc('hour', minute) AS hour, sum(n) AS n, sum(s) AS s,
-         stream_ext.combine(a) AS a, max(hi) AS hi
+         stream_ext.combine(a) AS a, max(hi) AS hi, stream_ext.combine(dv) AS dv
     FROM per_min GROUP BY 1, 2;
 CREATE VIEW per_day WITH (continuous) AS
-  SELECT date_trunc('day', hour) AS day, sum(n) AS n, stream_ext.combine(a) AS a
+  SELECT date_trunc('day', hour) AS day, sum(n) AS n, stream_ext.combine(a) AS a,
+         stream_ext.combine(dv) AS dv
     FROM per_hour GROUP BY 1;
 GRANT SELECT ON per_min TO bob;
 SET ROLE bob;
@@ -45,14 +48,14 @@ INSERT INTO ev VALUES (NULL, '2024-01-01 05:00', NULL);
 });
 
 my %oracle = (
-	per_min => q{SELECT k, date_trunc('minute', ts), count(*), sum(v), round(avg(v), 10), max(v) FROM ev GROUP BY 1, 2},
-	per_hour => q{SELECT k, date_trunc('hour', ts), count(*), sum(v), round(avg(v), 10), max(v) FROM ev GROUP BY 1, 2},
-	per_day => q{SELECT date_trunc('day', ts), count(*), round(avg(v), 10) FROM ev GROUP BY 1},
+	per_min => q{SELECT k, date_trunc('minute', ts), count(*), sum(v), round(avg(v), 10), max(v), count(DISTINCT v) FROM ev GROUP BY 1, 2},
+	per_hour => q{SELECT k, date_trunc('hour', ts), count(*), sum(v), round(avg(v), 10), max(v), count(DISTINCT v) FROM ev GROUP BY 1, 2},
+	per_day => q{SELECT date_trunc('day', ts), count(*), round(avg(v), 10), count(DISTINCT v) FROM ev GROUP BY 1},
 	bob_per_hour => q{SELECT date_trunc('hour', ts), count(*) FROM ev GROUP BY 1});
 my %cols = (
-	per_min => 'k, minute, n, s, round(a, 10), hi',
-	per_hour => 'k, hour, n, s, round(a, 10), hi',
-	per_day => 'day, n, round(a, 10)',
+	per_min => 'k, minute, n, s, round(a, 10), hi, dv',
+	per_hour => 'k, hour, n, s, round(a, 10), hi, dv',
+	per_day => 'day, n, round(a, 10), dv',
 	bob_per_hour => 'hour, n');
 
 sub check_views
@@ -77,7 +80,9 @@ sub rollup_triggers
 
 check_views('src', 'before the dump');
 my $triggers = rollup_triggers('src');
-is($triggers, 'per_hour_delta public.per_day_mrel, per_min_delta public.bob_per_hour_mrel, per_min_delta public.per_hour_mrel',
+is($triggers, 'per_hour_delta public.per_day_mrel, per_hour_distinct_count_5_mrel public.per_day_distinct_count_3_mrel, '
+	. 'per_min_delta public.bob_per_hour_mrel, per_min_delta public.per_hour_mrel, '
+	. 'per_min_distinct_count_5_mrel public.per_hour_distinct_count_5_mrel',
 	'src: one trigger per roll-up on its upstream\'s delta');
 
 my $dir = $PostgreSQL::Test::Utils::tmp_check;
@@ -99,7 +104,7 @@ is(sql('dst', q{SELECT count(*) FROM pg_depend
 is(sql('dst', q{SELECT count(*) FROM pg_depend d JOIN pg_trigger t ON t.oid = d.objid
                  WHERE d.classid = 'pg_trigger'::regclass AND t.tgfoid = 'stream_ext.maintain_rollup'::regproc
                    AND d.deptype = 'a' AND d.refobjid IN ('per_hour'::regclass, 'per_day'::regclass, 'bob_per_hour'::regclass)}),
-	'3', 'dst: each roll-up trigger goes with its roll-up');
+	'5', 'dst: each roll-up trigger goes with its roll-up');
 
 for my $db ('src', 'dst')
 {
