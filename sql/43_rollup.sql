@@ -216,6 +216,22 @@ SELECT count(*) AS late_differing_after_batch FROM (
   (TABLE ev_distinct_late EXCEPT ALL SELECT k % 3, count(DISTINCT v) FROM ev GROUP BY 1)
   UNION ALL (SELECT k % 3, count(DISTINCT v) FROM ev GROUP BY 1 EXCEPT ALL TABLE ev_distinct_late)) d;
 
+-- the exact distinct count example of the docs
+SELECT stream_ext.create_stream('rollup.page_views', 'page_id int, user_id bigint, ts timestamptz');
+CREATE VIEW users_per_minute WITH (continuous) AS
+  SELECT page_id, date_bin('1 minute', ts, '2000-01-01') AS minute,
+         count(*) AS hits, count(DISTINCT user_id) AS users
+    FROM page_views GROUP BY 1, 2;
+CREATE VIEW users_per_day WITH (continuous) AS
+  SELECT page_id, date_bin('1 day', minute, '2000-01-01') AS day,
+         sum(hits) AS hits, stream_ext.combine(users) AS users
+    FROM users_per_minute GROUP BY 1, 2;
+INSERT INTO page_views SELECT g % 3, g % 97, '2024-01-01'::timestamptz + g * interval '37 seconds' FROM generate_series(1, 5000) g;
+SELECT page_id, day, hits, users,
+       users = (SELECT count(DISTINCT user_id) FROM page_views p
+                 WHERE p.page_id = d.page_id AND date_bin('1 day', p.ts, '2000-01-01') = d.day) AS exact
+  FROM users_per_day d ORDER BY 1, 2;
+
 -- what cannot be maintained from partial states is refused at CREATE
 \set VERBOSITY default
 CREATE VIEW bad WITH (continuous) AS SELECT url, count(*) FROM clicks_per_minute GROUP BY url;
