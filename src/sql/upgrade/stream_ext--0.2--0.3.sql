@@ -408,7 +408,6 @@ CREATE FUNCTION stream_ext.compact(view regclass)
 CREATE FUNCTION stream_ext.maintain_views() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_maintain_views'
     LANGUAGE C;
-ALTER TABLE stream_ext.view_catalog ADD COLUMN query_sql text;
 -- ---------------------------------------------------------------------------
 -- Background compaction (housekeeping/compactor.c): its counters, the delta
 -- rows waiting, the compactor's status, and their columns in view_stats.
