@@ -47,10 +47,16 @@
  *	  creator.  CREATE holds the upstream delta in SHARE ROW EXCLUSIVE mode
  *	  until commit: the upstream's batches committed before are in the
  *	  backfill, later ones fire the trigger.
- *	- rollup_create_trigger(): the trigger, created as the delta's owner,
- *	  AUTO-dependent on the roll-up; the roll-up's materialization depends
- *	  NORMAL on the upstream's delta, so DROP of the upstream needs CASCADE
- *	  and takes the roll-up along.
+ *	- rollup_distinct_sql(): stream_ext.combine() of the upstream's exact
+ *	  count(DISTINCT) column.  The upstream's side table of (fine keys,
+ *	  value) receives each pair once, when it is new; a second trigger on it
+ *	  puts the batch's (coarse keys, value) into the roll-up's own side
+ *	  table (its unique index keeps each once) and appends the number new
+ *	  to each coarse group to the roll-up's delta.
+ *	- rollup_create_trigger(): the triggers, created as the owner of the
+ *	  delta (and side tables), AUTO-dependent on the roll-up; the roll-up's
+ *	  materialization depends NORMAL on the upstream's delta, so DROP of
+ *	  the upstream needs CASCADE and takes the roll-up along.
  *
  *	  The roll-up's catalog row names the upstream's delta as its stream:
  *	  the relation whose inserts feed it.
@@ -832,11 +838,11 @@ rollup_distinct_backfill_sql(RollupSpec *spec, int n, char *sql)
 }
 
 /*
- * The trigger on the upstream's delta that maintains the roll-up,
- * stream_ext.maintain_rollup('<its materialization>'): made as the
- * delta's owner (only a table's owner may create a trigger on it), AUTO on
- * the roll-up so that it goes with it.  The roll-up's materialization
- * depends on the upstream's delta: DROP of the upstream needs CASCADE.
+ * The trigger on feed (the upstream's delta, or one of its side tables)
+ * that maintains the roll-up, stream_ext.maintain_rollup('<target: the
+ * roll-up's materialization or side table>'): made as feed's owner (only a
+ * table's owner may create a trigger on it), AUTO on the roll-up so that
+ * it goes with it.
  */
 static void
 create_feed_trigger(Oid feed, Oid viewid, Oid target, const char *arg)
@@ -858,6 +864,10 @@ create_feed_trigger(Oid feed, Oid viewid, Oid target, const char *arg)
 	CacheInvalidateRelcacheByRelid(feed);
 }
 
+/*
+ * The roll-up's triggers; its materialization depends on the upstream's
+ * delta: DROP of the upstream needs CASCADE.
+ */
 void
 rollup_create_trigger(RollupSpec *spec, Oid viewid, Oid matrelid, const char *mq)
 {
