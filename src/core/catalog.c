@@ -850,6 +850,36 @@ lookup_view(bool by_matrel, Oid relid, ViewCatalogEntry *entry,
 	return true;
 }
 
+/*
+ * The continuous view whose delta is deltaid (query/rollup.c: the upstream
+ * of the roll-ups fed by that delta); false if none.
+ */
+bool
+catalog_view_of_delta(Oid deltaid, ViewCatalogEntry *entry, MemoryContext mcxt)
+{
+	List	   *views;
+
+	if (!catalog_has_delta())
+		return false;
+	views = lookup_views("delta", deltaid, mcxt);
+	if (views == NIL)
+		return false;
+	*entry = *(ViewCatalogEntry *) linitial(views);
+	return true;
+}
+
+/* the continuous view whose side table (count(DISTINCT)) is auxid, or InvalidOid */
+Oid
+catalog_view_of_side_table(Oid auxid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT view::pg_catalog.oid FROM stream_ext.view_catalog"
+					 " WHERE $1::pg_catalog.regclass = ANY (aux_tables)",
+					 auxid, CATALOG_LATEST, 1, row_append_oid, &result);
+	return result != NIL ? linitial_oid(result) : InvalidOid;
+}
+
 /* the continuous views of stream streamid (ViewCatalogEntry *, in mcxt) */
 List *
 catalog_views_of_stream(Oid streamid, MemoryContext mcxt)

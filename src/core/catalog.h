@@ -60,6 +60,9 @@ extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);
 extern List *catalog_views_of_stream(Oid streamid, MemoryContext mcxt);
+extern Oid	catalog_view_of_side_table(Oid auxid);
+extern bool catalog_view_of_delta(Oid deltaid, ViewCatalogEntry *entry,
+								  MemoryContext mcxt);
 extern Oid	catalog_stream_of(Oid relid);
 extern void catalog_read_latest_begin(void);
 extern void catalog_read_latest_end(void);

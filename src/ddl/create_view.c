@@ -67,6 +67,7 @@
 #include "maintain/maintain.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/rollup.h"
 #include "windows/windows.h"
 
 /* stream_ext.notify_pgrst: tell PostgREST to reload its schema cache */
@@ -304,6 +305,8 @@ typedef struct ViewBuild
 								 * since backfill_from */
 	List	   *replay_distinct;	/* backfill = 'kafka': per count(DISTINCT) */
 	ViewObjects obj;			/* the objects made */
+	RollupSpec	rollup;			/* over a continuous view: its upstream
+								 * (query/rollup.c) */
 } ViewBuild;
 
 /* phase 1: the statement and its options (ddl/view_options.c) */
@@ -354,11 +357,29 @@ create_analyze(ViewBuild *cv, const char *queryString)
 				 errdetail("A joined continuous view may group by tumble() or any other expression of the stream and the tables.")));
 	view_options_validate(opts, &cv->plan);
 
-	create_check_reader(cv->query, cv->plan.streamid);
-	create_lock_stream(cv->plan.streamid);
+	if (OidIsValid(cv->rollup.upstream) &&
+		(opts->backfill.has_from || opts->backfill.mode == BACKFILL_KAFKA))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("backfill = 'kafka' and backfill_from are not supported for a view over a continuous view"),
+				 errdetail("A view over a continuous view starts from its upstream's current states."),
+				 errhint("Use backfill = 'stream' (the default) or 'none'.")));
+	if (OidIsValid(cv->rollup.upstream))
+	{
+		/* SELECT on the upstream view; its delta held until we commit */
+		ExecCheckRTPerms(cv->rollup.original->rtable, true);
+		create_lock_stream(cv->rollup.updelta);
+	}
+	else
+	{
+		create_check_reader(cv->query, cv->plan.streamid);
+		create_lock_stream(cv->plan.streamid);
+	}
 
 	/* CREATE OR REPLACE of an existing continuous view (ddl/replace_view.c) */
 	replace_begin(cv->stmt, &cv->replace);
+	if (cv->replace.replacing)
+		rollup_check_replace(RangeVarGetRelid(cv->stmt->view, NoLock, true));
 	cv->nspid = create_namespace(cv->stmt, cv->replace.replacing);
 	cv->nspname = get_namespace_name(cv->nspid);
 }
@@ -465,6 +486,14 @@ create_build(ViewBuild *cv)
 		cv_create_auxrel_index(plan, agg, auxid);
 		se_create_guard_trigger(auxid);
 		obj->auxids = lappend_oid(obj->auxids, auxid);
+		if (OidIsValid(cv->rollup.upstream))
+		{
+			/* fed by a side table of the upstream, backfilled from it */
+			cv->distinct_sql = lappend(cv->distinct_sql,
+									   rollup_distinct_sql(&cv->rollup, plan, agg, aq, dq));
+			cv->backfill_sql = lappend(cv->backfill_sql, llast(cv->distinct_sql));
+			continue;
+		}
 		cv->distinct_sql = lappend(cv->distinct_sql,
 								   cv_distinct_sql(plan, agg, mq, aq, CV_NEW_ROWS, dq));
 		cv->backfill_sql = lappend(cv->backfill_sql,
@@ -482,7 +511,9 @@ create_build(ViewBuild *cv)
 						window_view_select_sql(plan, obj->matrelid, mq, dq));
 	obj->viewid = get_relname_relid(viewname, cv->nspid);
 
-	cv->maintain_sql = session->enabled ?
+	cv->maintain_sql = OidIsValid(cv->rollup.upstream) ?
+		rollup_maintain_sql(&cv->rollup, plan, dq) :
+		session->enabled ?
 		sessions_maintain_sql(session, plan, mq, CV_NEW_ROWS) :
 		cv->appends ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
 		cv_maintain_sql(plan, mq, CV_NEW_ROWS);
@@ -495,8 +526,9 @@ create_build(ViewBuild *cv)
 	 */
 	se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId, obj->viewid,
 						 DEPENDENCY_INTERNAL);
-	se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
-						 plan->streamid, DEPENDENCY_NORMAL);
+	if (!OidIsValid(cv->rollup.upstream))
+		se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
+							 plan->streamid, DEPENDENCY_NORMAL);
 	joins_record_dependencies(plan->query, obj->matrelid);
 	foreach(lc, obj->auxids)
 		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
@@ -504,7 +536,10 @@ create_build(ViewBuild *cv)
 	if (cv->appends)
 		se_record_dependency(RelationRelationId, obj->deltaid, RelationRelationId, obj->viewid,
 							 DEPENDENCY_INTERNAL);
-	create_maintenance_trigger(plan->streamid, obj->viewid, obj->matrelid, mq);
+	if (OidIsValid(cv->rollup.upstream))
+		rollup_create_trigger(&cv->rollup, obj->viewid, obj->matrelid, mq);
+	else
+		create_maintenance_trigger(plan->streamid, obj->viewid, obj->matrelid, mq);
 	CommandCounterIncrement();
 }
 
@@ -514,7 +549,9 @@ create_record(ViewBuild *cv)
 {
 	ViewObjects *obj = &cv->obj;
 
-	catalog_insert_view(obj->viewid, cv->plan.streamid, obj->matrelid, obj->auxids,
+	catalog_insert_view(obj->viewid,
+						OidIsValid(cv->rollup.upstream) ? cv->rollup.updelta : cv->plan.streamid,
+						obj->matrelid, obj->auxids,
 						cv->definition, cv->maintain_sql, cv->distinct_sql);
 	/* a replaced view's old stream may have no view left */
 	if (cv->replace.replacing)
@@ -532,11 +569,22 @@ create_view_backfill(ViewBuild *cv)
 	const char *what = "backfill of the new continuous view from the rows already in its stream";
 	ViewObjects *obj = &cv->obj;
 	ListCell   *lc;
-
 	BackfillSpec *bf = &cv->opts.backfill;
 
 	view_options_backfill_begin(&cv->opts);
-	if (backfill_from_stream(bf))
+	if (OidIsValid(cv->rollup.upstream))
+	{
+		/* a roll-up starts from its upstream's states (query/rollup.c) */
+		if (backfill_from_stream(bf))
+		{
+			create_backfill(rollup_backfill_sql(&cv->rollup, &cv->plan, obj->mq), what);
+			foreach(lc, cv->backfill_sql)
+				create_backfill(rollup_distinct_backfill_sql(&cv->rollup,
+															 foreach_current_index(lc),
+															 lfirst(lc)), what);
+		}
+	}
+	else if (backfill_from_stream(bf))
 	{
 		create_backfill(cv->opts.session.enabled ?
 						sessions_maintain_sql(&cv->opts.session, &cv->plan, obj->mq, cv->bsq) :
@@ -599,6 +647,12 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	raw->stmt_location = stmt_location;
 	raw->stmt_len = stmt_len;
 	cv.query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	/* over a continuous view: the same query over its stream (query/rollup.c) */
+	cv.query = rollup_compose(cv.query, queryString, &cv.rollup);
+	if (OidIsValid(cv.rollup.upstream))
+		rollup_check_create(&cv.rollup, stmt->replace,
+							cv.opts.session.enabled || cv.opts.window != NIL ||
+							cv.opts.lateness.enabled);
 	if (transform_applies(cv.query))
 	{
 		view_options_check_kind(&cv.opts, true);

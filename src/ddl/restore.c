@@ -29,6 +29,7 @@
 #include "core/util.h"
 #include "ddl/restore.h"
 #include "query/joins.h"
+#include "query/rollup.h"
 
 /*
  * Record that (classid, objid) depends on (refclassid, refobjid) unless it
@@ -86,6 +87,41 @@ restore_trigger_dependencies(Relation stream, const char *funcname,
 }
 
 /*
+ * The triggers stream_ext.maintain_rollup('<a roll-up's side table>') on
+ * relid, a side table of a continuous view feeding a roll-up's
+ * count(DISTINCT) (query/rollup.c), recorded AUTO on that roll-up.
+ */
+static int
+restore_side_table_triggers(Oid relid)
+{
+	Relation	rel;
+	Oid			nspid = get_namespace_oid("stream_ext", false);
+	int			n = 0;
+
+	if (!OidIsValid(catalog_view_of_side_table(relid)))
+		return 0;
+	CommandCounterIncrement();
+	rel = table_open(relid, AccessShareLock);
+	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *tg = &rel->trigdesc->triggers[i];
+		char	   *proname;
+		Oid			viewid;
+
+		if (tg->tgnargs != 1 || get_func_namespace(tg->tgfoid) != nspid)
+			continue;
+		proname = get_func_name(tg->tgfoid);
+		if (proname == NULL || strcmp(proname, "maintain_rollup") != 0)
+			continue;
+		viewid = catalog_view_of_side_table(relid_from_trigger_arg(tg->tgargs[0]));
+		n += restore_dependency(TriggerRelationId, tg->tgoid, RelationRelationId, viewid,
+								DEPENDENCY_AUTO);
+	}
+	table_close(rel, AccessShareLock);
+	return n;
+}
+
+/*
  * Record the dependencies of a stream and of its continuous views and
  * transforms that are missing.  pg_dump does not dump dependencies: after
  * a restore the materializations would no longer go with their views, the
@@ -103,9 +139,11 @@ ddl_restore_dependencies(Oid streamid)
 	List	   *objects;
 	ListCell   *lc;
 	int			n = 0;
+	bool		is_stream = catalog_is_stream(streamid);
 
-	if (!catalog_is_stream(streamid))
-		return 0;
+	/* or the delta of a continuous view feeding roll-ups (query/rollup.c) */
+	if (!is_stream && !rollup_feeds_views(streamid))
+		return restore_side_table_triggers(streamid);
 
 	/* the trigger this CREATE TRIGGER has just made, in the relcache too */
 	CommandCounterIncrement();
@@ -129,6 +167,7 @@ ddl_restore_dependencies(Oid streamid)
 				n += restore_dependency(RelationRelationId, lfirst_oid(ac),
 										RelationRelationId, obj->objid, DEPENDENCY_INTERNAL);
 			n += restore_trigger_dependencies(stream, "maintain", obj->relid, obj->objid);
+			n += restore_trigger_dependencies(stream, "maintain_rollup", obj->relid, obj->objid);
 		}
 		else
 		{
@@ -140,8 +179,9 @@ ddl_restore_dependencies(Oid streamid)
 		}
 	}
 	table_close(stream, AccessShareLock);
-	n += restore_dependency(RelationRelationId, streamid, ExtensionRelationId,
-							get_extension_oid("stream_ext", false), DEPENDENCY_NORMAL);
+	if (is_stream)
+		n += restore_dependency(RelationRelationId, streamid, ExtensionRelationId,
+								get_extension_oid("stream_ext", false), DEPENDENCY_NORMAL);
 
 	/* the tables joined by the stream's views and transforms (query/joins.c) */
 	CommandCounterIncrement();

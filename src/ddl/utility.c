@@ -306,7 +306,7 @@ notice_nothing_backfilled(RangeVar *view)
 						   view->relname)));
 }
 
-/* stream_ext.maintain_views, maintain, transform or reject_stream_modification? */
+/* stream_ext.maintain_views, maintain, maintain_rollup, transform or reject_stream_modification? */
 static bool
 is_stream_ext_trigger_function(List *funcname)
 {
@@ -317,6 +317,7 @@ is_stream_ext_trigger_function(List *funcname)
 	return schema != NULL && strcmp(schema, "stream_ext") == 0 &&
 		(strcmp(name, "maintain_views") == 0 ||
 		 strcmp(name, "maintain") == 0 ||
+		 strcmp(name, "maintain_rollup") == 0 ||
 		 strcmp(name, "transform") == 0 ||
 		 strcmp(name, "reject_stream_modification") == 0);
 }
@@ -413,7 +414,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	{
 		Oid			relid = RangeVarGetRelid(trigger->relation, NoLock, true);
 
-		if (OidIsValid(relid) && catalog_is_stream(relid))
+		/* a stream, or a view's delta feeding roll-ups (query/rollup.c) */
+		if (OidIsValid(relid))
 			(void) ddl_restore_dependencies(relid);
 	}
 

@@ -386,21 +386,31 @@ maint_load(SeBatchEntry *entry, TriggerData *trigdata)
 	maint_fill(entry, view, false);
 }
 
-static bool
-maint_admit(SeBatchEntry *entry, TriggerData *trigdata)
+/*
+ * May this trigger's batch feed continuous view cat?  Only the relation the
+ * view reads (its stream; a roll-up's upstream delta, query/rollup.c) feeds
+ * it: no trigger elsewhere may forge rows.  A view whose owner lost a
+ * privilege is no longer maintained: false.
+ */
+bool
+maint_admit_view(TriggerData *trigdata, ViewCatalogEntry *cat)
 {
-	MaintView  *view = entry->kind;
-
-	/* only the view's own stream feeds it: no trigger elsewhere may forge rows */
-	if (RelationGetRelid(trigdata->tg_relation) != view->cat.streamid)
+	if (RelationGetRelid(trigdata->tg_relation) != cat->streamid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("trigger \"%s\" on \"%s\" cannot maintain continuous view \"%s\": it reads another stream",
 						trigdata->tg_trigger->tgname,
 						RelationGetRelationName(trigdata->tg_relation),
-						get_rel_name(view->cat.viewid))));
-	/* a view whose owner lost a privilege is no longer maintained */
-	if (priv_invalid_reason(view->cat.viewid) != NULL)
+						get_rel_name(cat->viewid))));
+	return priv_invalid_reason(cat->viewid) == NULL;
+}
+
+static bool
+maint_admit(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	MaintView  *view = entry->kind;
+
+	if (!maint_admit_view(trigdata, &view->cat))
 		return false;
 	check_stream_rls(trigdata->tg_relation, view);
 	return true;

@@ -8,7 +8,10 @@
 #ifndef STREAM_EXT_MAINTAIN_H
 #define STREAM_EXT_MAINTAIN_H
 
+#include "commands/trigger.h"
 #include "utils/relcache.h"
+
+#include "core/catalog.h"
 
 /*
  * The batch size maintenance plans are made for (the planner's row count of
@@ -21,6 +24,9 @@ extern void maintain_init(void);
 
 /* stream_ext.explain(): the statement a view shares with others, or NULL */
 extern char *maint_shared_statement(Relation stream, Oid viewid, int *others);
+
+/* may this trigger's batch feed continuous view cat (maint_ops, query/rollup.c)? */
+extern bool maint_admit_view(TriggerData *trigdata, ViewCatalogEntry *cat);
 
 /*
  * Would row-level security of stream relid restrict what roleid reads, if

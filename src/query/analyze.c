@@ -533,6 +533,17 @@ append_key_hash(StringInfo buf, List *exprs)
 		appendStringInfoString(buf, h.data);
 }
 
+/* append_key_hash() for other files: the hash of key expressions (SQL) */
+char *
+cv_key_hash_sql(List *exprs)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	append_key_hash(&buf, exprs);
+	return buf.data;
+}
+
 /* the key columns of the plan, each with prefix */
 static List *
 key_column_refs(CVPlan *plan, const char *prefix)

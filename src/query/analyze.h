@@ -124,5 +124,6 @@ extern char *cv_compact_sql(CVPlan *plan, const char *matrel,
 extern char *cv_group_hash_index_sql(CVPlan *plan, const char *matrel);
 extern char *cv_view_select_sql(CVPlan *plan, Oid matrelid,
 								const char *matrel);
+extern char *cv_key_hash_sql(List *exprs);
 
 #endif							/* STREAM_EXT_ANALYZE_H */

@@ -540,3 +540,8 @@ CREATE FUNCTION stream_ext.cancel_backfill(view regclass)
     RETURNS boolean
     AS 'MODULE_PATHNAME', 'stream_ext_cancel_backfill'
     LANGUAGE C STRICT VOLATILE;
+
+-- rollup: continuous views over continuous views (query/rollup.c).
+CREATE FUNCTION stream_ext.maintain_rollup() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'stream_ext_maintain_rollup'
+    LANGUAGE C;
