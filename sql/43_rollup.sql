@@ -248,6 +248,15 @@ CREATE VIEW bad WITH (continuous) AS
   SELECT c.url, sum(c.hits) FROM clicks_per_minute c JOIN clicks_per_hour h USING (url) GROUP BY 1;
 CREATE VIEW bad WITH (continuous, allowed_lateness = '1 minute') AS
   SELECT url, sum(hits) FROM clicks_per_minute GROUP BY url;
+CREATE VIEW bad WITH (continuous, backfill = 'kafka') AS
+  SELECT url, sum(hits) FROM clicks_per_minute GROUP BY url;
+CREATE VIEW bad WITH (continuous, backfill_from = '2020-01-01') AS
+  SELECT url, sum(hits) FROM clicks_per_minute GROUP BY url;
+-- backfill = 'none': from the upstream's next batch on
+CREATE VIEW rollup_none WITH (continuous, backfill = 'none') AS
+  SELECT url, sum(hits) AS hits FROM clicks_per_minute GROUP BY url;
+SELECT count(*) AS rows_before_next_batch FROM rollup_none;
+DROP VIEW rollup_none;
 CREATE VIEW bad WITH (continuous) AS SELECT url, minute FROM clicks_per_minute;
 CREATE OR REPLACE VIEW clicks_per_day WITH (continuous) AS
   SELECT date_bin('1 day', hour, '2000-01-01') AS day, sum(hits) AS hits FROM clicks_per_hour GROUP BY 1;
