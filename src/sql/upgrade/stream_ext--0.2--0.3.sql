@@ -470,3 +470,12 @@ SELECT v.view,
   LEFT JOIN stream_ext._compaction_stats() c ON c.view = v.view::oid
   CROSS JOIN LATERAL (SELECT stream_ext.view_delta_rows(v.view) AS delta_rows) d;
 
+
+-- cdc: changelog streams, create_stream(..., changelog => true) (issue #20);
+-- a fourth argument with a default replaces the three-argument function
+DROP FUNCTION stream_ext.create_stream(text, text, boolean);
+CREATE FUNCTION stream_ext.create_stream(name text, columns text, retain boolean DEFAULT true,
+                                         changelog boolean DEFAULT false)
+    RETURNS regclass
+    AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
+    LANGUAGE C;
