@@ -1092,6 +1092,7 @@ decode_run(void *arg)
 	{
 		rd_kafka_message_t *m = W.msgs[run->i];
 		KafkaMessage km;
+		HeapTuple	tuple;
 
 		run->nbytes += m->len;
 		if (m->len > (size_t) W.opts.max_message_bytes)
@@ -1106,9 +1107,20 @@ decode_run(void *arg)
 		}
 		msg_to_kafka_message(m, &km);
 		/* the tuple outlives the message's scratch memory */
-		b->tuples[run->ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
-		b->tuple_msg[run->ntuples] = run->i;
-		run->ntuples++;
+		tuple = kafka_decode(W.dec, &km, W.batch_cxt);
+		/* none (a Debezium tombstone), one, or two (a Debezium update) */
+		if (tuple != NULL)
+		{
+			b->tuples[run->ntuples] = tuple;
+			b->tuple_msg[run->ntuples] = run->i;
+			run->ntuples++;
+		}
+		if (W.dec->second != NULL)
+		{
+			b->tuples[run->ntuples] = W.dec->second;
+			b->tuple_msg[run->ntuples] = run->i;
+			run->ntuples++;
+		}
 		MemoryContextReset(W.msg_cxt);
 	}
 }
@@ -1258,8 +1270,9 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 
 	oldcxt = MemoryContextSwitchTo(W.batch_cxt);
 	memset(&b, 0, sizeof(b));
-	b.tuples = palloc(sizeof(HeapTuple) * W.nmsgs);
-	b.tuple_msg = palloc(sizeof(int) * W.nmsgs);
+	/* a message may make two tuples (a Debezium update) */
+	b.tuples = palloc(sizeof(HeapTuple) * W.nmsgs * 2);
+	b.tuple_msg = palloc(sizeof(int) * W.nmsgs * 2);
 	b.dead = palloc(sizeof(DeadLetter) * W.nmsgs);
 	batch_next = palloc(sizeof(int64) * W.nmine);
 	MemoryContextSwitchTo(oldcxt);
