@@ -22,7 +22,7 @@ debezium-json and debezium-avro (test/t/17*_cdc_*.pl)
 cdc_events() makes a sequence of changes to a table kept in a Perl hash
 (50% inserts, 40% updates, 10% deletes after an optional snapshot of
 reads): each a Debezium envelope C<{op, before, after, ...}> as a Perl hash
-with rows C<{id, k, qty, price}>; updates change the group key k, the
+with rows C<{id, k, qty, price}> (and C<note> with the option note); updates change the group key k, the
 values, and set or clear NULLs.  oracle_sql() gives the SQL that fills a
 plain table with the hash's final rows: the oracle the views are compared
 with.
@@ -39,13 +39,15 @@ our @EXPORT = qw(cdc_events oracle_sql);
 
 sub _row
 {
-	my ($id) = @_;
-	return {
+	my ($id, $note) = @_;
+	my $r = {
 		id => $id,
 		k => 'k' . int(rand(12)),
 		qty => (rand() < 0.1 ? undef : int(rand(100)) - 20),
 		price => (rand() < 0.1 ? undef : sprintf('%.2f', rand(500)))
 	};
+	$r->{note} = ($id % 2 ? "n$id" : undef) if $note;
+	return $r;
 }
 
 sub cdc_events
@@ -56,9 +58,10 @@ sub cdc_events
 	my $next = 1 + (sort { $b <=> $a } 0, keys %$table)[0];
 	for (1 .. ($opt{snapshot} // 0))
 	{
-		my $r = _row($next++);
+		my $r = _row($next++, $opt{note});
 		$table->{ $r->{id} } = $r;
-		push @events, { op => 'r', before => undef, after => {%$r} };
+		push @events, { op => 'r', before => undef, after => {%$r},
+			source => { connector => 'postgresql', table => 'inv', lsn => undef } };
 	}
 	for my $i (1 .. $n)
 	{
@@ -66,14 +69,14 @@ sub cdc_events
 		my $x = rand();
 		if ($x < 0.5 || !@ids)
 		{
-			my $r = _row($next++);
+			my $r = _row($next++, $opt{note});
 			$table->{ $r->{id} } = $r;
 			push @events, { op => 'c', before => undef, after => {%$r} };
 		}
 		elsif ($x < 0.9)
 		{
 			my $old = $table->{ $ids[ int(rand(@ids)) ] };
-			my $new = _row($old->{id});
+			my $new = _row($old->{id}, $opt{note});
 			$new->{k} = $old->{k} if rand() < 0.5;
 			$table->{ $new->{id} } = $new;
 			push @events, { op => 'u', before => {%$old}, after => {%$new} };
@@ -96,9 +99,9 @@ sub oracle_sql
 	my $q = sub { defined $_[0] ? "'$_[0]'" : 'NULL' };
 	my @rows = map {
 		my $r = $table->{$_};
-		"($r->{id}, '$r->{k}', " . $q->($r->{qty}) . ', ' . $q->($r->{price}) . ')'
+		"($r->{id}, '$r->{k}', " . $q->($r->{qty}) . ', ' . $q->($r->{price}) . ', ' . $q->($r->{note}) . ')'
 	} sort { $a <=> $b } keys %$table;
-	my $sql = "CREATE TABLE $name (id int PRIMARY KEY, k text, qty int, price numeric);";
+	my $sql = "CREATE TABLE $name (id int PRIMARY KEY, k text, qty int, price numeric, note text);";
 	$sql .= "INSERT INTO $name VALUES " . join(', ', @rows) . ';' if @rows;
 	return $sql;
 }
