@@ -56,6 +56,7 @@
 #include "maintain/transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/retract.h"
 #include "windows/lateness.h"
 #include "windows/sessions.h"
 #include "windows/windows.h"
@@ -440,6 +441,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 				 errmsg("a join is not supported in a continuous view with session windows, sliding or hopping windows, allowed_lateness or emit"),
 				 errdetail("A joined continuous view may group by tumble() or any other expression of the stream and the tables.")));
 	window_apply_options(&plan, window_opts, session.enabled);
+	if (session.enabled)
+		se_retract_check_session(plan.streamid);
 	if (session.enabled)
 		sessions_validate(&session, &plan);
 	if (ttl.enabled)

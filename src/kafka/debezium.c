@@ -209,14 +209,21 @@ require_half(SeDebezium *dz, int s, bool before, const char *op)
 				 errhint("A PostgreSQL source table needs REPLICA IDENTITY FULL for its updates and deletes to carry the old row.") : 0));
 }
 
+/* the decoder that reads the envelope of a message (decode.c runs it) */
+KafkaDecoder *
+se_debezium_inner(struct SeDebezium *dz)
+{
+	return dz->inner;
+}
+
 /*
- * The tuples of one Debezium message: NULL for none; the first, with the
- * second (an update's new row) in dec->second.  Metadata columns are set
- * already (kafka_decode()).
+ * The tuples of one Debezium message whose envelope the inner decoder has
+ * read: NULL for none; the first, with the second (an update's new row) in
+ * dec->second.  Metadata columns are set already (kafka_decode()); a
+ * tombstone never gets here.
  */
 HeapTuple
-se_debezium_decode(KafkaDecoder *dec, const KafkaMessage *msg,
-				   MemoryContext tuplecxt)
+se_debezium_tuples(KafkaDecoder *dec, MemoryContext tuplecxt)
 {
 	SeDebezium *dz = dec->debezium;
 	KafkaDecoder *inner = dz->inner;
@@ -224,10 +231,6 @@ se_debezium_decode(KafkaDecoder *dec, const KafkaMessage *msg,
 	char	   *op;
 	int			s;
 
-	/* a tombstone: Kafka's compaction marker after a delete */
-	if (msg->payload == NULL)
-		return NULL;
-	kafka_decode_payload(inner, msg);
 	for (s = 0; s < dz->nsets; s++)
 		if (!inner->nulls[dz->op[s]])
 			break;

@@ -15,7 +15,7 @@
 extern void se_debezium_check_stream(Relation rel, KafkaFormat format);
 extern struct SeDebezium *se_debezium_create(KafkaDecoder *dec,
 											 const KafkaOptions *opts);
-extern HeapTuple se_debezium_decode(KafkaDecoder *dec, const KafkaMessage *msg,
-									MemoryContext tuplecxt);
+extern KafkaDecoder *se_debezium_inner(struct SeDebezium *dz);
+extern HeapTuple se_debezium_tuples(KafkaDecoder *dec, MemoryContext tuplecxt);
 
 #endif							/* STREAM_EXT_KAFKA_DEBEZIUM_H */

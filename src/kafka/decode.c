@@ -881,8 +881,8 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 }
 
 /* msg's payload (not NULL) into dec's data columns */
-void
-kafka_decode_payload(KafkaDecoder *dec, const KafkaMessage *msg)
+static void
+decode_payload(KafkaDecoder *dec, const KafkaMessage *msg)
 {
 	switch (dec->format)
 	{
@@ -933,7 +933,13 @@ kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
 			meta_value(&dec->columns[i], msg, &dec->values[i], &dec->nulls[i]);
 	}
 	if (dec->debezium)
-		return se_debezium_decode(dec, msg, tuplecxt);
+	{
+		/* the envelope by the inner decoder, the tuples by debezium.c */
+		if (msg->payload == NULL)
+			return NULL;		/* a tombstone: nothing to apply */
+		decode_payload(se_debezium_inner(dec->debezium), msg);
+		return se_debezium_tuples(dec, tuplecxt);
+	}
 
 	if (msg->payload == NULL)
 	{
@@ -950,7 +956,7 @@ kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
 					 errmsg("message has no payload")));
 	}
 	else
-		kafka_decode_payload(dec, msg);
+		decode_payload(dec, msg);
 
 	oldcxt = MemoryContextSwitchTo(tuplecxt);
 	tuple = heap_form_tuple(dec->tupdesc, dec->values, dec->nulls);

@@ -79,7 +79,6 @@ extern KafkaDecoder *kafka_decoder_create(Oid relid, KafkaFormat format,
 extern HeapTuple kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg,
 							  MemoryContext tuplecxt);
 extern char *kafka_jsonb_value_text(JsonbValue *v);
-extern void kafka_decode_payload(KafkaDecoder *dec, const KafkaMessage *msg);
 
 /* the batch's fallback INSERT (source_worker.c, where it runs) */
 extern char *kafka_decoder_insert_sql(const KafkaDecoder *dec, const char *enrname);

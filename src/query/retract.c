@@ -348,3 +348,18 @@ se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
 	free_parsestate(cx.pstate);
 	return q;
 }
+
+/*
+ * Session windows over a changelog stream are refused: a retraction could
+ * split a session in two, which fragments merged at read time cannot undo.
+ */
+void
+se_retract_check_session(Oid streamid)
+{
+	if (se_stream_is_changelog(streamid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session windows are not supported over a changelog stream"),
+				 errdetail("Retracting a row could split a session in two."),
+				 errhint("Use tumble() or hop() windows, which a retraction leaves whole.")));
+}

@@ -16,5 +16,6 @@
 
 extern bool se_stream_is_changelog(Oid relid);
 extern Query *se_retract_rewrite(Query *q, Oid streamid, const char *querytext);
+extern void se_retract_check_session(Oid streamid);
 
 #endif							/* STREAM_EXT_RETRACT_H */

@@ -55,22 +55,24 @@ sub cdc_events
 	my ($table, $n, $seed, %opt) = @_;
 	my @events;
 	srand($seed);
-	my $next = 1 + (sort { $b <=> $a } 0, keys %$table)[0];
+	my @ids = sort { $a <=> $b } keys %$table;
+	my $next = 1 + (@ids ? $ids[-1] : 0);
 	for (1 .. ($opt{snapshot} // 0))
 	{
 		my $r = _row($next++, $opt{note});
 		$table->{ $r->{id} } = $r;
+		push @ids, $r->{id};
 		push @events, { op => 'r', before => undef, after => {%$r},
 			source => { connector => 'postgresql', table => 'inv', lsn => undef } };
 	}
 	for my $i (1 .. $n)
 	{
-		my @ids = sort { $a <=> $b } keys %$table;
 		my $x = rand();
 		if ($x < 0.5 || !@ids)
 		{
 			my $r = _row($next++, $opt{note});
 			$table->{ $r->{id} } = $r;
+			push @ids, $r->{id};
 			push @events, { op => 'c', before => undef, after => {%$r} };
 		}
 		elsif ($x < 0.9)
@@ -83,7 +85,11 @@ sub cdc_events
 		}
 		else
 		{
-			my $old = delete $table->{ $ids[ int(rand(@ids)) ] };
+			# the id at a random place leaves; the last one takes its place
+			my $j = int(rand(@ids));
+			my $old = delete $table->{ $ids[$j] };
+			$ids[$j] = $ids[-1];
+			pop @ids;
 			push @events, { op => 'd', before => {%$old}, after => undef };
 		}
 		$events[-1]{ts_ms} = 1700000000000 + $i;
