@@ -186,6 +186,13 @@ EXCEPTION WHEN feature_not_supported THEN
 END $$;
 SELECT count(*) AS half_created FROM pg_class WHERE relname LIKE 'bad%' AND relnamespace = 'cl'::regnamespace;
 
+-- what is kept: count(*) and the group count share one state, sum(v)
+-- keeps its signed sum and its count of non-NULL values
+SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+  FROM pg_attribute a JOIN stream_ext.view_catalog c ON a.attrelid = c.matrel
+ WHERE c.view = 'cl.hourly'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ ORDER BY a.attnum;
+
 -- the recorded definition is the user's query
 SELECT definition FROM stream_ext.view_catalog WHERE view = 'cl.total'::regclass;
 

@@ -233,7 +233,10 @@ rewrite_aggref(RetractContext *cx, Aggref *a)
 	if (a->aggorder != NIL || a->aggkind != AGGKIND_NORMAL)
 		refuse(cx, a, NULL);
 	if (a->aggfnoid == F_COUNT_)
-		return coalesce_zero((Node *) make_sum(a, copyObject((Node *) cx->sign), a->location));
+	{
+		/* without a FILTER, the same state as the group count's */
+		return coalesce_zero((Node *) make_sum(a, copyObject((Node *) cx->sign), -1));
+	}
 	if (list_length(a->args) != 1 ||
 		get_func_namespace(a->aggfnoid) != PG_CATALOG_NAMESPACE)
 		refuse(cx, a, NULL);
