@@ -27,14 +27,11 @@ ROOT=${STREAM_EXT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 EVENTS=${BENCH_CDC_EVENTS:-200000}
 REPS=${BENCH_REPS:-3}
 DB=bench_cdc
-PG_BINDIR=${PG_BINDIR:-$(pg_config --bindir)}
-PSQL=("$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1)
-OUT=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP/bench-results}
-mkdir -p "$OUT"
-log() { printf 'bench/cdc: %s\n' "$*" >&2; }
-q() { "${PSQL[@]}" -d "$DB" -A -t -c "$1"; }
-now() { date +%s.%N; }
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# PSQL, OUT, log, q, now, median (no broker is used)
+# shellcheck source=kafka_lib.sh
+source "$ROOT/bench/kafka_lib.sh"
+bench_kafka_init cdc
 
 work=$(mktemp -d "$STREAM_EXT_TMP/cdc-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
