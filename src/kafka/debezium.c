@@ -264,7 +264,7 @@ se_debezium_tuples(KafkaDecoder *dec, MemoryContext tuplecxt)
 		return NULL;
 	if (strcmp(op, "t") == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("Debezium truncate event cannot be applied to a changelog stream"),
 				 errdetail("A truncate removes rows that the event does not list, so they cannot be retracted.")));
 	ereport(ERROR,

@@ -145,6 +145,19 @@ for my $d (@dead)
 	like($reason, $bad{$off} // qr/^UNEXPECTED$/, "dead letter at offset $off");
 }
 
+# plain json into a changelog stream: the sign is not a payload column, and
+# takes its default (+1)
+sql(qq{
+SELECT stream_ext.create_stream('inv_json', 'id int, item text, qty int', changelog => true);
+CREATE VIEW inv_json_by_item WITH (continuous) AS
+  SELECT item, count(*) AS n, sum(qty) AS qty FROM inv_json GROUP BY item;
+SELECT stream_ext.start_source(stream_ext.create_kafka_source('json_src', 'inv_json',
+  '${\ $broker->bootstrap}', 'plainjson', 'json'));
+});
+produce_messages('plainjson', [ '{"id": 1, "item": "a", "qty": 5}', '{"id": 2, "item": "a", "qty": 7, "stream_ext_sign": -1}' ]);
+wait_for(total_stored('json_src'), '2', 'format json into a changelog stream: consumed');
+is(sql(q{TABLE inv_json_by_item}), 'a|2|12', 'format json into a changelog stream: every row adds');
+
 $node->stop;
 $broker->stop;
 done_testing();
