@@ -1045,7 +1045,8 @@ insert_tuples(HeapTuple *tuples, int ntuples, MemoryContext oldcxt)
  * fault (a CHECK constraint of the stream, an error in a view's
  * expression): find the rows to blame by bisection.  Each half goes in as
  * one statement in a subtransaction; a half that fails is split again, down
- * to single rows, which are the bad messages (dead[], *ndead).  With k bad
+ * to single messages' rows (one, or a Debezium update's two, never split),
+ * which are the bad messages (dead[], *ndead).  With k bad
  * rows among n that is about 2k log2(n/k) statements instead of n, so the
  * good rows take their groups' locks in a few statements (each one sorted
  * by group key, like the batch's) rather than one row at a time.
@@ -1056,13 +1057,22 @@ isolate_bad_rows(HeapTuple *tuples, const int *tuple_msg, int ntuples, char *msg
 {
 	int			half = ntuples / 2;
 
-	if (ntuples == 1)
+	/*
+	 * A message's tuples (a Debezium update: two) stay together: the halves
+	 * split between messages, and one message's tuples are all dead or all
+	 * in.
+	 */
+	if (tuple_msg[0] == tuple_msg[ntuples - 1])
 	{
 		dead[*ndead].msgidx = tuple_msg[0];
 		dead[*ndead].error = msg;
 		(*ndead)++;
 		return;
 	}
+	while (half > 1 && tuple_msg[half] == tuple_msg[half - 1])
+		half--;
+	if (tuple_msg[half] == tuple_msg[half - 1])
+		half++;
 	CHECK_FOR_INTERRUPTS();
 	if ((msg = insert_tuples(tuples, half, oldcxt)) != NULL)
 		isolate_bad_rows(tuples, tuple_msg, half, msg, dead, ndead, oldcxt);

@@ -4,7 +4,8 @@
 # {"schema", "payload"}, with tombstones and a logical-decoding message in
 # between, into a changelog stream; the continuous views equal the same
 # queries over the table's final rows (computed in Perl: CdcTAP.pm).  Bad
-# envelopes are dead letters with their reasons, and a plain stream is
+# envelopes are dead letters with their reasons -- an update whose new row
+# the stream refuses wholly, its retraction too --, and a plain stream is
 # refused.
 use strict;
 use warnings;
@@ -60,7 +61,7 @@ sub envelope
 
 sql(q{CREATE EXTENSION stream_ext;});
 sql(q{
-SELECT stream_ext.create_stream('inv', 'id int, item text, qty int, price numeric', changelog => true);
+SELECT stream_ext.create_stream('inv', 'id int, item text, qty int CHECK (qty < 1000), price numeric', changelog => true);
 SELECT stream_ext.create_stream('plain_inv', 'id int, item text, qty int, price numeric');
 CREATE VIEW inv_by_item WITH (continuous) AS
   SELECT item, count(*) AS n, count(qty) AS nq, sum(qty) AS qty, avg(price) AS price
@@ -105,7 +106,10 @@ for my $i (0 .. $#events)
 			[ '{"op": "d", "before": null}', qr/^Debezium delete event has no "before" row$/ ],
 			[ '{"op": "c", "after": null}', qr/^Debezium create event has no "after" row$/ ],
 			[ '{"payload": {"op": "t", "before": null, "after": null}}', qr/^Debezium truncate event cannot be applied to a changelog stream$/ ],
-			[ '{"op": "c", "after": {"id": 900, "k": "k1", "qty": "many"}}', qr/^invalid input syntax for type integer: "many"$/ ]);
+			[ '{"op": "c", "after": {"id": 900, "k": "k1", "qty": "many"}}', qr/^invalid input syntax for type integer: "many"$/ ],
+			# the stream refuses the new row: the old one is not retracted either
+			[ '{"op": "u", "before": {"id": 901, "k": "k1", "qty": 1}, "after": {"id": 901, "k": "k1", "qty": 5000}}',
+			  qr/^new row for relation "inv" violates check constraint "inv_qty_check"$/ ]);
 		for my $b (@b)
 		{
 			$bad{ scalar @msgs } = $b->[1];
