@@ -1,5 +1,5 @@
 # bench/kafka_lib.sh -- what the Kafka benchmarks (bench/kafka.sh,
-# bench/avro.sh) share; sourced after they set ROOT and DB.
+# bench/avro.sh) and bench/cdc.sh share; sourced after they set ROOT and DB.
 #
 #   bench_kafka_init NAME   PG_BINDIR, PSQL, OUT (BENCH_RESULTS_DIR, made),
 #                           log/q/now helpers (log lines "bench/NAME: ..."),

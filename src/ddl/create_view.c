@@ -67,6 +67,7 @@
 #include "maintain/maintain.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/retract.h"
 #include "query/rollup.h"
 #include "windows/windows.h"
 
@@ -355,6 +356,9 @@ create_analyze(ViewBuild *cv, const char *queryString)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a join is not supported in a continuous view with session windows, sliding or hopping windows, allowed_lateness or emit"),
 				 errdetail("A joined continuous view may group by tumble() or any other expression of the stream and the tables.")));
+	/* session windows are refused over a changelog stream (query/retract.c) */
+	if (opts->session.enabled)
+		se_retract_check_session(cv->plan.streamid);
 	view_options_validate(opts, &cv->plan);
 
 	if (OidIsValid(cv->rollup.upstream) &&

@@ -30,6 +30,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "ddl/stream.h"
+#include "query/retract.h"
 #include "storage/discard_am.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_stream);
@@ -89,6 +90,12 @@ parse_column_list(const char *columns)
 					 errmsg("column name \"%s\" is reserved in streams", STREAM_ARRIVAL_COLUMN),
 					 errdetail("stream_ext adds this column to every stream: the time each row arrived."),
 					 errhint("Give the column another name.")));
+		if (strcmp(((ColumnDef *) elt)->colname, SE_SIGN_COLUMN) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_RESERVED_NAME),
+					 errmsg("column name \"%s\" is reserved in streams", SE_SIGN_COLUMN),
+					 errdetail("stream_ext adds this column to changelog streams: +1 adds a row, -1 retracts one."),
+					 errhint("Create the stream with stream_ext.create_stream(..., changelog => true).")));
 		foreach(lc2, ((ColumnDef *) elt)->constraints)
 		{
 			Constraint *con = lfirst(lc2);
@@ -200,10 +207,26 @@ stream_name(text *name)
 	return rv;
 }
 
+/* stream_ext_sign smallint NOT NULL DEFAULT 1 CHECK (stream_ext_sign IN (-1, 1)) */
+static ColumnDef *
+sign_column(void)
+{
+	List	   *raw = raw_parser("CREATE TABLE t (" SE_SIGN_COLUMN " pg_catalog.int2 NOT NULL DEFAULT 1"
+								 " CHECK (" SE_SIGN_COLUMN " IN (-1, 1)))",
+								 RAW_PARSE_DEFAULT);
+	CreateStmt *stmt = (CreateStmt *) linitial_node(RawStmt, raw)->stmt;
+
+	return linitial_node(ColumnDef, stmt->tableElts);
+}
+
 /*
  * stream_ext.create_stream(name text, columns text, retain boolean DEFAULT
- * true) RETURNS regclass.  Installations of 0.2 and older call it with two
- * arguments.
+ * true, changelog boolean DEFAULT false) RETURNS regclass.  Installations of
+ * 0.2 and older call it with two arguments.
+ *
+ * A changelog stream (query/retract.c, docs/changelog.md) gets the column
+ * stream_ext_sign smallint NOT NULL DEFAULT 1 CHECK (sign in (-1, 1)):
+ * a row with -1 retracts a row added before.
  */
 Datum
 stream_ext_create_stream(PG_FUNCTION_ARGS)
@@ -219,6 +242,7 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 	ObjectAddress streamaddr;
 	ObjectAddress extaddr;
 	bool		retain = true;
+	bool		changelog = false;
 
 	if (!stream_ext_preloaded)
 		ereport(ERROR,
@@ -238,6 +262,14 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 					 errmsg("retain of stream_ext.create_stream() must not be null")));
 		retain = PG_GETARG_BOOL(2);
 	}
+	if (PG_NARGS() > 3)
+	{
+		if (PG_ARGISNULL(3))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("changelog of stream_ext.create_stream() must not be null")));
+		changelog = PG_GETARG_BOOL(3);
+	}
 	name = PG_GETARG_TEXT_PP(0);
 	columns = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
@@ -250,6 +282,9 @@ stream_ext_create_stream(PG_FUNCTION_ARGS)
 	stmt->oncommit = ONCOMMIT_NOOP;
 	/* named, not default_table_access_method: retention DELETEs heap rows */
 	stmt->accessMethod = retain ? "heap" : DISCARD_AM_NAME;
+
+	if (changelog)
+		stmt->tableElts = lappend(stmt->tableElts, sign_column());
 
 	/* the arrival-time column, filled at insert */
 	def = makeNode(Constraint);

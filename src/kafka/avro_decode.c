@@ -1476,6 +1476,12 @@ record_columns(KafkaDecoder *dec, SchemaEntry *e)
 			li = &p->leaf[p->nleaf > 0 ? d : 0];
 			v = child;
 		}
+		if (col->presence_only)
+		{
+			/* is there a value (debezium.c: "before", "after")? */
+			dec->nulls[i] = avro_value_get_type(&v) == AVRO_NULL;
+			continue;
+		}
 		dec->values[i] = conv_value(col, &v, li, &dec->nulls[i]);
 	}
 }

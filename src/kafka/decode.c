@@ -24,6 +24,9 @@
  *	avro, avro-confluent
  *			Avro records (avro_decode.c); columns map to fields by name or
  *			by the "paths" option, like JSON.
+ *	debezium-json, debezium-avro
+ *			Debezium change events into a changelog stream (debezium.c):
+ *			zero, one or two tuples per message (dec->second).
  *
  * Timestamps (json, csv): ISO 8601 ones are read by time_input.c, numbers
  * are Unix time with the option epoch_unit (field_value()).
@@ -49,8 +52,10 @@
 
 #include "core/util.h"
 #include "kafka/avro_decode.h"
+#include "kafka/debezium.h"
 #include "kafka/decode.h"
 #include "kafka/time_input.h"
+#include "query/retract.h"
 
 static int
 find_column(TupleDesc tupdesc, const char *name)
@@ -78,13 +83,15 @@ is_meta_column(const KafkaOptions *opts, const char *name)
 
 /*
  * Can attribute att be fed from the payload by default?  Not if dropped,
- * generated, arrival_timestamp or fed from the message's metadata.
+ * generated, arrival_timestamp, a changelog stream's sign or fed from the
+ * message's metadata.
  */
 static bool
 payload_column(const KafkaOptions *opts, Form_pg_attribute att)
 {
 	return !(att->attisdropped || att->attgenerated ||
 			 strcmp(NameStr(att->attname), STREAM_ARRIVAL_COLUMN) == 0 ||
+			 strcmp(NameStr(att->attname), SE_SIGN_COLUMN) == 0 ||
 			 is_meta_column(opts, NameStr(att->attname)));
 }
 
@@ -141,6 +148,8 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 {
 	KafkaDecoder *dec = palloc0(sizeof(KafkaDecoder));
 	bool		avro = format == KAFKA_FORMAT_AVRO || format == KAFKA_FORMAT_AVRO_CONFLUENT;
+	bool		debezium = format == KAFKA_FORMAT_DEBEZIUM_JSON ||
+		format == KAFKA_FORMAT_DEBEZIUM_AVRO;
 	Relation	rel;
 	TupleDesc	tupdesc;
 	ListCell   *lc,
@@ -222,10 +231,10 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 		ListCell   *lc3;
 		int			k = 0;
 
-		if (format != KAFKA_FORMAT_JSON && !avro)
+		if (format != KAFKA_FORMAT_JSON && !avro && !debezium)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("option \"paths\" applies only to formats \"json\", \"avro\" and \"avro-confluent\"")));
+					 errmsg("option \"paths\" applies only to formats \"json\", \"avro\", \"avro-confluent\", \"debezium-json\" and \"debezium-avro\"")));
 		for (i = 0; i < dec->ncolumns; i++)
 			if (strcmp(dec->columns[i].name, name) == 0)
 				col = &dec->columns[i];
@@ -246,10 +255,11 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 
 	dec->epoch_unit_usecs = opts->epoch_unit_usecs;
 	if (opts->epoch_unit_usecs != 0 &&
-		format != KAFKA_FORMAT_JSON && format != KAFKA_FORMAT_CSV)
+		format != KAFKA_FORMAT_JSON && format != KAFKA_FORMAT_CSV &&
+		format != KAFKA_FORMAT_DEBEZIUM_JSON)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"epoch_unit\" applies only to formats \"json\" and \"csv\"")));
+				 errmsg("option \"epoch_unit\" applies only to formats \"json\", \"csv\" and \"debezium-json\"")));
 
 	if (dec->ndata == 0)
 		ereport(ERROR,
@@ -268,6 +278,12 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 	if (opts->timestamp_column)
 		add_column(dec, rel, opts->timestamp_column, KCOL_TIMESTAMP);
 
+	/* Debezium: the sign of each tuple (debezium.c) */
+	if (debezium)
+		se_debezium_check_stream(rel, format);
+	if (debezium)
+		add_column(dec, rel, SE_SIGN_COLUMN, KCOL_SIGN);
+
 	/* the decoded tuples' descriptor: the target columns, in order */
 	dec->tupdesc = CreateTemplateTupleDesc(dec->ncolumns);
 	for (i = 0; i < dec->ncolumns; i++)
@@ -279,6 +295,8 @@ kafka_decoder_create(Oid relid, KafkaFormat format, const KafkaOptions *opts)
 
 	if (avro)
 		dec->avro = se_avro_decoder_create(dec, opts);
+	else if (debezium)
+		dec->debezium = se_debezium_create(dec, opts);
 	else if (opts->avro_schema || opts->avro_reader_schema || opts->registry_url ||
 			 opts->registry_user || opts->registry_password)
 		ereport(ERROR,
@@ -434,6 +452,7 @@ meta_value(KafkaColumn *col, const KafkaMessage *msg, Datum *value, bool *isnull
 			}
 			break;
 		case KCOL_DATA:
+		case KCOL_SIGN:
 			Assert(false);
 			break;
 	}
@@ -554,7 +573,14 @@ pick_container_end(JsonPick *st, bool is_array)
 	{
 		for (int i = 0; i < st->dec->ncolumns; i++)
 		{
-			if (pick_matches(st, &st->dec->columns[i], d - 1))
+			if (pick_matches(st, &st->dec->columns[i], d - 1) &&
+				st->dec->columns[i].presence_only)
+			{
+				st->found[i] = true;
+				st->text[i] = "";
+				st->number[i] = false;
+			}
+			else if (pick_matches(st, &st->dec->columns[i], d - 1))
 			{
 				char	   *raw = pnstrdup(st->starts[d - 1],
 										   st->lex->prev_token_terminator - st->starts[d - 1]);
@@ -721,6 +747,11 @@ decode_json(KafkaDecoder *dec, const KafkaMessage *msg)
 			dec->nulls[i] = true;
 			dec->values[i] = (Datum) 0;
 		}
+		else if (col->presence_only)
+		{
+			dec->nulls[i] = false;
+			dec->values[i] = (Datum) 0;
+		}
 		else
 		{
 			dec->nulls[i] = false;
@@ -849,10 +880,44 @@ decode_csv(KafkaDecoder *dec, const KafkaMessage *msg)
 				 errmsg("missing data for column \"%s\"", dec->columns[col].name)));
 }
 
+/* msg's payload (not NULL) into dec's data columns */
+static void
+decode_payload(KafkaDecoder *dec, const KafkaMessage *msg)
+{
+	switch (dec->format)
+	{
+		case KAFKA_FORMAT_JSON:
+			decode_json(dec, msg);
+			break;
+		case KAFKA_FORMAT_CSV:
+			decode_csv(dec, msg);
+			break;
+		case KAFKA_FORMAT_TEXT:
+			dec->nulls[0] = false;
+			dec->values[0] = input_value(&dec->columns[0],
+										 payload_cstring(msg->payload, msg->len));
+			break;
+		case KAFKA_FORMAT_BYTEA:
+			dec->nulls[0] = false;
+			dec->values[0] = bytes_to_bytea(msg->payload, msg->len);
+			break;
+		case KAFKA_FORMAT_AVRO:
+		case KAFKA_FORMAT_AVRO_CONFLUENT:
+			se_avro_decode(dec, msg);
+			break;
+		case KAFKA_FORMAT_DEBEZIUM_JSON:
+		case KAFKA_FORMAT_DEBEZIUM_AVRO:
+			elog(ERROR, "Debezium payloads are decoded by debezium.c");
+	}
+}
+
 /*
  * Decode one message into a tuple of dec->tupdesc, allocated in tuplecxt;
  * whatever else decoding allocates goes to CurrentMemoryContext (the
  * caller's per-message context).  ereports ERROR on a bad message.
+ *
+ * The Debezium formats make zero, one or two tuples of a message: NULL for
+ * none (a tombstone), and a second one in dec->second (an update).
  */
 HeapTuple
 kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
@@ -861,10 +926,19 @@ kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
 	HeapTuple	tuple;
 	int			i;
 
+	dec->second = NULL;
 	for (i = 0; i < dec->ncolumns; i++)
 	{
-		if (dec->columns[i].role != KCOL_DATA)
+		if (dec->columns[i].role != KCOL_DATA && dec->columns[i].role != KCOL_SIGN)
 			meta_value(&dec->columns[i], msg, &dec->values[i], &dec->nulls[i]);
+	}
+	if (dec->debezium)
+	{
+		/* the envelope by the inner decoder, the tuples by debezium.c */
+		if (msg->payload == NULL)
+			return NULL;		/* a tombstone: nothing to apply */
+		decode_payload(se_debezium_inner(dec->debezium), msg);
+		return se_debezium_tuples(dec, tuplecxt);
 	}
 
 	if (msg->payload == NULL)
@@ -882,30 +956,7 @@ kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg, MemoryContext tuplecxt)
 					 errmsg("message has no payload")));
 	}
 	else
-	{
-		switch (dec->format)
-		{
-			case KAFKA_FORMAT_JSON:
-				decode_json(dec, msg);
-				break;
-			case KAFKA_FORMAT_CSV:
-				decode_csv(dec, msg);
-				break;
-			case KAFKA_FORMAT_TEXT:
-				dec->nulls[0] = false;
-				dec->values[0] = input_value(&dec->columns[0],
-											 payload_cstring(msg->payload, msg->len));
-				break;
-			case KAFKA_FORMAT_BYTEA:
-				dec->nulls[0] = false;
-				dec->values[0] = bytes_to_bytea(msg->payload, msg->len);
-				break;
-			case KAFKA_FORMAT_AVRO:
-			case KAFKA_FORMAT_AVRO_CONFLUENT:
-				se_avro_decode(dec, msg);
-				break;
-		}
-	}
+		decode_payload(dec, msg);
 
 	oldcxt = MemoryContextSwitchTo(tuplecxt);
 	tuple = heap_form_tuple(dec->tupdesc, dec->values, dec->nulls);

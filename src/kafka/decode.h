@@ -20,7 +20,8 @@ typedef enum KafkaColumnRole
 	KCOL_KEY,					/* message key */
 	KCOL_PARTITION,
 	KCOL_OFFSET,
-	KCOL_TIMESTAMP				/* message timestamp */
+	KCOL_TIMESTAMP,				/* message timestamp */
+	KCOL_SIGN					/* a changelog stream's sign (debezium.c) */
 } KafkaColumnRole;
 
 typedef struct KafkaColumn
@@ -35,6 +36,8 @@ typedef struct KafkaColumn
 	int			npath;			/* JSON: key path (npath >= 1) */
 	char	  **path;
 	int		   *pathlen;
+	bool		presence_only;	/* value: "" if the path holds a non-null
+								 * value, NULL if not; nothing converted */
 } KafkaColumn;
 
 typedef struct KafkaDecoder
@@ -54,6 +57,9 @@ typedef struct KafkaDecoder
 	int			csv_nulllen;
 	struct SeAvroDecoder *avro;	/* formats avro, avro-confluent */
 	int64		epoch_unit_usecs;	/* numbers into timestamps: 0 = no */
+	struct SeDebezium *debezium;	/* formats debezium-json, -avro */
+	HeapTuple	second;			/* a second tuple of the last message (a
+								 * Debezium update), or NULL */
 } KafkaDecoder;
 
 /* one message as handed to the decoder */

@@ -91,7 +91,8 @@ kafka_source_init(void)
 
 /* the names of KafkaFormat's values */
 static const char *const kafka_format_names[] = {
-	"json", "csv", "text", "bytea", "avro", "avro-confluent"
+	"json", "csv", "text", "bytea", "avro", "avro-confluent",
+	"debezium-json", "debezium-avro"
 };
 
 KafkaFormat
@@ -108,7 +109,7 @@ kafka_parse_format(const char *format)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown Kafka message format \"%s\"", format),
-				 errhint("Valid formats are \"json\", \"csv\", \"text\", \"bytea\", \"avro\" and \"avro-confluent\".")));
+				 errhint("Valid formats are \"json\", \"csv\", \"text\", \"bytea\", \"avro\", \"avro-confluent\", \"debezium-json\" and \"debezium-avro\".")));
 	return (KafkaFormat) i;
 }
 

@@ -46,7 +46,9 @@ typedef enum KafkaFormat
 	KAFKA_FORMAT_TEXT,
 	KAFKA_FORMAT_BYTEA,
 	KAFKA_FORMAT_AVRO,			/* Avro binary, schema in the options */
-	KAFKA_FORMAT_AVRO_CONFLUENT /* Confluent wire format, schema registry */
+	KAFKA_FORMAT_AVRO_CONFLUENT,	/* Confluent wire format, schema registry */
+	KAFKA_FORMAT_DEBEZIUM_JSON, /* Debezium change events (kafka/debezium.c) */
+	KAFKA_FORMAT_DEBEZIUM_AVRO	/* the same, Avro on avro-confluent */
 } KafkaFormat;
 
 /* A source's options jsonb, parsed and validated (see docs/kafka.md). */

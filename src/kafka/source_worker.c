@@ -1046,7 +1046,8 @@ insert_tuples(HeapTuple *tuples, int ntuples, MemoryContext oldcxt)
  * fault (a CHECK constraint of the stream, an error in a view's
  * expression): find the rows to blame by bisection.  Each half goes in as
  * one statement in a subtransaction; a half that fails is split again, down
- * to single rows, which are the bad messages (dead[], *ndead).  With k bad
+ * to single messages' rows (one, or a Debezium update's two, never split),
+ * which are the bad messages (dead[], *ndead).  With k bad
  * rows among n that is about 2k log2(n/k) statements instead of n, so the
  * good rows take their groups' locks in a few statements (each one sorted
  * by group key, like the batch's) rather than one row at a time.
@@ -1057,13 +1058,22 @@ isolate_bad_rows(HeapTuple *tuples, const int *tuple_msg, int ntuples, char *msg
 {
 	int			half = ntuples / 2;
 
-	if (ntuples == 1)
+	/*
+	 * A message's tuples (a Debezium update: two) stay together: the halves
+	 * split between messages, and one message's tuples are all dead or all
+	 * in.
+	 */
+	if (tuple_msg[0] == tuple_msg[ntuples - 1])
 	{
 		dead[*ndead].msgidx = tuple_msg[0];
 		dead[*ndead].error = msg;
 		(*ndead)++;
 		return;
 	}
+	while (half > 1 && tuple_msg[half] == tuple_msg[half - 1])
+		half--;
+	if (tuple_msg[half] == tuple_msg[half - 1])
+		half++;
 	CHECK_FOR_INTERRUPTS();
 	if ((msg = insert_tuples(tuples, half, oldcxt)) != NULL)
 		isolate_bad_rows(tuples, tuple_msg, half, msg, dead, ndead, oldcxt);
@@ -1093,6 +1103,7 @@ decode_run(void *arg)
 	{
 		rd_kafka_message_t *m = W.msgs[run->i];
 		KafkaMessage km;
+		HeapTuple	tuple;
 
 		run->nbytes += m->len;
 		if (m->len > (size_t) W.opts.max_message_bytes)
@@ -1107,9 +1118,20 @@ decode_run(void *arg)
 		}
 		kafka_message_from_rd(m, &km);
 		/* the tuple outlives the message's scratch memory */
-		b->tuples[run->ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
-		b->tuple_msg[run->ntuples] = run->i;
-		run->ntuples++;
+		tuple = kafka_decode(W.dec, &km, W.batch_cxt);
+		/* none (a Debezium tombstone), one, or two (a Debezium update) */
+		if (tuple != NULL)
+		{
+			b->tuples[run->ntuples] = tuple;
+			b->tuple_msg[run->ntuples] = run->i;
+			run->ntuples++;
+		}
+		if (W.dec->second != NULL)
+		{
+			b->tuples[run->ntuples] = W.dec->second;
+			b->tuple_msg[run->ntuples] = run->i;
+			run->ntuples++;
+		}
 		MemoryContextReset(W.msg_cxt);
 	}
 }
@@ -1259,8 +1281,9 @@ apply_batch(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 
 	oldcxt = MemoryContextSwitchTo(W.batch_cxt);
 	memset(&b, 0, sizeof(b));
-	b.tuples = palloc(sizeof(HeapTuple) * W.nmsgs);
-	b.tuple_msg = palloc(sizeof(int) * W.nmsgs);
+	/* a message may make two tuples (a Debezium update) */
+	b.tuples = palloc(sizeof(HeapTuple) * W.nmsgs * 2);
+	b.tuple_msg = palloc(sizeof(int) * W.nmsgs * 2);
 	b.dead = palloc(sizeof(DeadLetter) * W.nmsgs);
 	batch_next = palloc(sizeof(int64) * W.nmine);
 	MemoryContextSwitchTo(oldcxt);

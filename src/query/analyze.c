@@ -54,6 +54,7 @@
 #include "query/aggsupport.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/retract.h"
 
 static int
 error_position(const char *querytext, int location)
@@ -196,6 +197,10 @@ cv_analyze(Query *q, const char *querytext, List *aliases,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a continuous view needs aggregates or GROUP BY"),
 				 errhint("Continuous transforms (views without aggregates) are not supported yet.")));
+
+	/* a changelog stream's rows may retract others: signed sums (retract.c) */
+	if (se_stream_is_changelog(plan->streamid))
+		q = plan->query = se_retract_rewrite(q, plan->streamid, querytext);
 
 	(void) find_volatile_walker((Node *) q, &volatile_node);
 	if (volatile_node != NULL)

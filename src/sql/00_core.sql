@@ -118,7 +118,8 @@ COMMENT ON ACCESS METHOD stream_ext_discard IS
     'stream_ext: tables that store no rows (streams created with retain => false)';
 
 -- not STRICT: a NULL argument is an error, not a NULL result
-CREATE FUNCTION stream_ext.create_stream(name text, columns text, retain boolean DEFAULT true)
+CREATE FUNCTION stream_ext.create_stream(name text, columns text, retain boolean DEFAULT true,
+                                         changelog boolean DEFAULT false)
     RETURNS regclass
     AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
     LANGUAGE C;

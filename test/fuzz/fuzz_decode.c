@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_decode.c
- *	  libFuzzer harness for the Kafka message decoder (src/kafka/decode.c),
+ *	  libFuzzer harness for the Kafka message decoder (src/kafka/decode.c,
+ *	  with avro_decode.c and debezium.c),
  *	  running inside a PostgreSQL backend.
  *
  * src/kafka/decode.c needs the backend: jsonb_in, the columns' input functions,
@@ -230,17 +231,25 @@ fuzz_one(const uint8_t *data, size_t size)
 		}
 		else
 		{
-			HeapTuple	tup = kafka_decode(fd->dec, &msg, CurrentMemoryContext);
+			HeapTuple	tups[2];
 			TupleDesc	desc = fd->dec->tupdesc;
 			Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 			bool	   *nulls = palloc(sizeof(bool) * desc->natts);
 
+			/* none, one, or (a Debezium update) two tuples */
+			tups[0] = kafka_decode(fd->dec, &msg, CurrentMemoryContext);
+			tups[1] = fd->dec->second;
 			decoded = true;
 			mem = MemoryContextMemAllocated(input_cxt, true);
-			heap_deform_tuple(tup, desc, values, nulls);
-			for (int i = 0; i < desc->natts; i++)
-				if (!nulls[i])
-					(void) OutputFunctionCall(&fd->out[i], values[i]);
+			for (int t = 0; t < 2; t++)
+			{
+				if (tups[t] == NULL)
+					continue;
+				heap_deform_tuple(tups[t], desc, values, nulls);
+				for (int i = 0; i < desc->natts; i++)
+					if (!nulls[i])
+						(void) OutputFunctionCall(&fd->out[i], values[i]);
+			}
 		}
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);

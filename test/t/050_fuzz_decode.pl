@@ -45,6 +45,8 @@ SELECT stream_ext.create_stream('fz_avro',
    uid uuid, tags jsonb, kind text, score float8, ok boolean, raw bytea, small int,
    p posint, m jsonb, fx numeric, tu timestamptz');
 SELECT stream_ext.create_stream('fz_avro2', 'id bigint, small int, score float8, extra text, zip int');
+SELECT stream_ext.create_stream('fz_cdc', 'id int, name text, amount numeric(10,2), ts timestamptz, p posint',
+                                changelog => true);
 CREATE FUNCTION fuzz_decode(regclass[], text[], jsonb[], text, text[]) RETURNS void
   AS '$so', 'stream_ext_fuzz_decode' LANGUAGE C STRICT;
 });
@@ -75,10 +77,10 @@ my $avro = q('{"paths": {"name": "user.name", "country": "user.country"}, "schem
 my $avro2 = q('{"paths": {"zip": "user.zip"}, "schema": ) . schema_file('avro_writer.json')
   . q(, "reader_schema": ) . schema_file('avro_reader.json') . q(}');
 my $sql =
-    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_avro', 'fz_avro2']::regclass[], "
-  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea', 'json', 'csv', 'avro', 'avro'], "
+    "SELECT fuzz_decode(ARRAY['fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_wide', 'fz_meta', 'fz_wide', 'fz_wide', 'fz_avro', 'fz_avro2', 'fz_cdc']::regclass[], "
+  . "ARRAY['json', 'json', 'csv', 'csv', 'text', 'bytea', 'json', 'csv', 'avro', 'avro', 'debezium-json'], "
   . "ARRAY['{}', $meta, '{}', $csv_custom, '{\"column\": \"j\"}', '{\"column\": \"raw\", \"key_column\": \"k\"}', "
-  . "'{\"epoch_unit\": \"ms\"}', '{\"epoch_unit\": \"s\"}', $avro, $avro2]::jsonb[], "
+  . "'{\"epoch_unit\": \"ms\"}', '{\"epoch_unit\": \"s\"}', $avro, $avro2, '{\"paths\": {\"name\": \"user.name\"}}']::jsonb[], "
   . "'$work/artifacts', ARRAY[$arr])\n";
 note $sql;
 

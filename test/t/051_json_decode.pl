@@ -186,6 +186,6 @@ my ($rc, $out, $err) = $node->psql('postgres',
 like($err, qr/invalid value for option "epoch_unit": "minutes"/, 'an unknown epoch_unit is refused');
 ($rc, $out, $err) = $node->psql('postgres',
 	q{SELECT stream_ext.create_kafka_source('bad_fmt', 'epochs', '} . $broker->bootstrap . q{', 'epochs', 'text', '{"epoch_unit": "s", "column": "txt"}')});
-like($err, qr/option "epoch_unit" applies only to formats "json" and "csv"/, 'epoch_unit only for json and csv');
+like($err, qr/option "epoch_unit" applies only to formats "json", "csv" and "debezium-json"/, 'epoch_unit only for json, csv and debezium-json');
 
 done_testing();

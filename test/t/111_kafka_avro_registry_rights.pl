@@ -49,6 +49,10 @@ my $other_url = $other->url;
 is( sql(qq{SET ROLE alice; SELECT sqlstate_of(\$\$SELECT stream_ext.create_kafka_source('x', 'ev', '$bs', 'ev',
       'avro-confluent', '{"schema_registry": "$other_url"}')\$\$)}),
 	'42501', 'a registry not in allowed_registries is refused at create');
+sql(q{SELECT stream_ext.create_stream('evc', 'n bigint', changelog => true); ALTER TABLE evc OWNER TO alice;});
+is( sql(qq{SET ROLE alice; SELECT sqlstate_of(\$\$SELECT stream_ext.create_kafka_source('xc', 'evc', '$bs', 'ev',
+      'debezium-avro', '{"schema_registry": "$other_url"}')\$\$)}),
+	'42501', 'debezium-avro: a registry not in allowed_registries is refused at create');
 sql(qq{SET ROLE alice; SELECT stream_ext.start_source(stream_ext.create_kafka_source('alice_src', 'ev', '$bs', 'ev',
       'avro-confluent', '{"schema_registry": "$url"}'))});
 

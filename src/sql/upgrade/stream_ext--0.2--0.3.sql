@@ -544,4 +544,12 @@ CREATE FUNCTION stream_ext.cancel_backfill(view regclass)
 -- rollup: continuous views over continuous views (query/rollup.c).
 CREATE FUNCTION stream_ext.maintain_rollup() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_maintain_rollup'
+
+-- cdc: changelog streams, create_stream(..., changelog => true) (issue #20);
+-- a fourth argument with a default replaces the three-argument function
+DROP FUNCTION stream_ext.create_stream(text, text, boolean);
+CREATE FUNCTION stream_ext.create_stream(name text, columns text, retain boolean DEFAULT true,
+                                         changelog boolean DEFAULT false)
+    RETURNS regclass
+    AS 'MODULE_PATHNAME', 'stream_ext_create_stream'
     LANGUAGE C;
