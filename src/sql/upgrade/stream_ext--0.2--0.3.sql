@@ -544,6 +544,7 @@ CREATE FUNCTION stream_ext.cancel_backfill(view regclass)
 -- rollup: continuous views over continuous views (query/rollup.c).
 CREATE FUNCTION stream_ext.maintain_rollup() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_maintain_rollup'
+    LANGUAGE C;
 
 -- cdc: changelog streams, create_stream(..., changelog => true) (issue #20);
 -- a fourth argument with a default replaces the three-argument function
