@@ -36,6 +36,7 @@
 
 #include "core/catalog.h"
 #include "ddl/alter_view.h"
+#include "maintain/changes.h"
 #include "maintain/transform.h"
 
 /* the options of a continuous view that ALTER VIEW can change */
@@ -43,7 +44,8 @@ typedef enum AlterableOption
 {
 	OPT_TTL,
 	OPT_ALLOWED_LATENESS,
-	OPT_NOTIFY
+	OPT_NOTIFY,
+	OPT_CHANGES
 } AlterableOption;
 
 static const struct
@@ -54,6 +56,7 @@ static const struct
 	{"ttl", OPT_TTL},
 	{"allowed_lateness", OPT_ALLOWED_LATENESS},
 	{"notify", OPT_NOTIFY},
+	{"changes", OPT_CHANGES},
 };
 
 /* the options of CREATE VIEW ... WITH (continuous, ...) that only a rebuild changes */
@@ -214,6 +217,10 @@ ddl_alter_view_options(AlterTableStmt *stmt)
 						catalog_update_view_option(viewid, "notify", TEXTOID,
 												   opts.notify ? CStringGetTextDatum(opts.notify) : (Datum) 0);
 					}
+					break;
+				case OPT_CHANGES:
+					/* maintain/changes.c: makes or drops the change stream */
+					changes_alter(viewid, !reset && defGetBoolean(def));
 					break;
 			}
 		}

@@ -52,6 +52,7 @@
 #include "ddl/create_view.h"
 #include "ddl/replace_view.h"
 #include "housekeeping/retention.h"
+#include "maintain/changes.h"
 #include "maintain/maintain.h"
 #include "maintain/transform.h"
 #include "query/analyze.h"
@@ -381,6 +382,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	ListCell   *lc;
 	int			nestlevel;
 	ReplaceState replace;
+	bool		changes;
 
 	if (!stream_ext_installed())
 		ereport(ERROR,
@@ -400,6 +402,7 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	cvopts = lateness_take_options(cvopts, &lateness);
 	cvopts = retention_take_options(cvopts, &ttl);
 	cvopts = cv_take_options(cvopts, &opts);
+	cvopts = changes_take_options(cvopts, &changes);
 	reject_unknown_options(cvopts);
 
 	/* analyze the query as the user wrote it, with the user's search_path */
@@ -411,10 +414,10 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	if (transform_applies(query))
 	{
 		/* no aggregates: a continuous transform (maintain/transform.c) */
-		if (session.enabled || window_opts != NIL || lateness.enabled || ttl.enabled)
+		if (session.enabled || window_opts != NIL || lateness.enabled || ttl.enabled || changes)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("window, session, lateness and ttl options are not supported for continuous transforms"),
+					 errmsg("window, session, lateness, ttl and changes options are not supported for continuous transforms"),
 					 errdetail("A view without aggregates or GROUP BY is a continuous transform.")));
 		if (list_length(query->rtable) >= 1 &&
 			linitial_node(RangeTblEntry, query->rtable)->rtekind == RTE_RELATION)
@@ -444,6 +447,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		sessions_validate(&session, &plan);
 	if (ttl.enabled)
 		retention_validate(&ttl, &plan, session.enabled);
+	if (changes)
+		changes_validate(&plan, session.enabled, lateness.enabled);
 
 	/* the creator must be able to read everything the view reads */
 	ExecCheckRTPerms(query->rtable, true);
@@ -459,6 +464,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 
 	/* CREATE OR REPLACE of an existing continuous view (ddl/replace_view.c) */
 	replace_begin(stmt, &replace);
+	if (replace.replacing)
+		changes_refuse_replace(replace.viewid);
 	nspid = RangeVarGetAndCheckCreationNamespace(stmt->view, NoLock, &existing);
 	if (OidIsValid(existing) && !replace.replacing)
 		ereport(ERROR,
@@ -607,6 +614,12 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		backfill((char *) lfirst(lc));
 	if (lateness.enabled)
 		lateness_record(viewid, &lateness, &plan, sq, vq);
+	/* the change stream, starting with the backfilled rows (maintain/changes.c) */
+	if (changes)
+	{
+		changes_create(viewid, &plan);
+		changes_snapshot(viewid);
+	}
 
 	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
 	se_run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));

@@ -470,3 +470,26 @@ SELECT v.view,
   LEFT JOIN stream_ext._compaction_stats() c ON c.view = v.view::oid
   CROSS JOIN LATERAL (SELECT stream_ext.view_delta_rows(v.view) AS delta_rows) d;
 
+
+-- changes: change streams of continuous views (maintain/changes.c)
+
+-- a view with changes = true and its change stream
+CREATE TABLE stream_ext.change_streams (
+    view           regclass PRIMARY KEY
+                   REFERENCES stream_ext.view_catalog (view) ON DELETE CASCADE,
+    stream         regclass NOT NULL UNIQUE,
+    -- the view's GROUP BY key columns, and its other columns (old_/new_ in the stream)
+    key_columns    text[] NOT NULL,
+    value_columns  text[] NOT NULL,
+    -- the batch's groups (one record column stream_ext_k over stream_ext_new); NULL: no GROUP BY
+    keys_sql       text
+);
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.change_streams', '');
+GRANT SELECT ON stream_ext.change_streams TO PUBLIC;
+
+-- change_seq of every change stream, drawn under the view's lock
+CREATE SEQUENCE stream_ext.change_seq;
+
+CREATE FUNCTION stream_ext.changes(view regclass) RETURNS regclass
+    AS 'MODULE_PATHNAME', 'stream_ext_changes'
+    LANGUAGE C STRICT STABLE;

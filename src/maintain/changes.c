@@ -1,0 +1,714 @@
+/*-------------------------------------------------------------------------
+ *
+ * changes.c
+ *	  Change streams of continuous views: WITH (continuous, changes = true)
+ *	  or ALTER VIEW v SET (changes = true).
+ *
+ *	  A view with changes has a change stream <view>_changes, a real
+ *	  stream owned by the view's owner (INTERNAL part of the view), with
+ *	  the columns
+ *
+ *		change_seq bigint, change_op text,
+ *		<the view's GROUP BY key columns>,
+ *		old_<c>, new_<c> for every other column c of the view
+ *
+ *	  Per batch, in the batch's transaction, the view's maintenance
+ *	  (maintain.c, maint_run()) calls changes_begin_batch() before its
+ *	  statements and changes_end_batch() after them.  The first takes an
+ *	  ExclusiveLock on the view (writers of the view's stream wait for each
+ *	  other until commit; readers do not wait) and reads the view's rows of
+ *	  the groups the batch touches (the batch's GROUP BY keys over the
+ *	  transition table, cv_batch_agg_parts()) as one array of the view's
+ *	  row type; the second reads the same groups again and appends one row
+ *	  per group whose row changed: 'insert' (no old row), 'update' or
+ *	  'delete' (no new row: HAVING, TTL), with change_seq drawn from
+ *	  stream_ext.change_seq under the lock.  Because the lock is held to
+ *	  commit, change_seq order is commit order for the changes of one view
+ *	  and each change's old row is the previous change's new row.  The
+ *	  inserts into the change stream run outside the materialize scope
+ *	  (se_materialize_suspend()): the change stream's own triggers
+ *	  (continuous views, transforms, Kafka sinks) run user work.
+ *
+ *	  TTL (housekeeping/retention.c) brackets its DELETE the same way over
+ *	  the whole view (changes_lookup(..., whole_view = true)): the expired
+ *	  groups come out as 'delete' rows.
+ *
+ *	  Views whose rows change without a batch or whose groups are not the
+ *	  batch's keys (sessions, sliding and hopping windows, allowed_lateness)
+ *	  are refused.  Catalog: stream_ext.change_streams.  docs/changes.md.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "core/catalog.h"
+#include "core/security.h"
+#include "core/util.h"
+#include "maintain/changes.h"
+#include "windows/windows.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_changes);
+
+#define CHANGES_TABLE "change_streams"
+
+/* ---- options ------------------------------------------------------------ */
+
+List *
+changes_take_options(List *options, bool *enabled)
+{
+	List	   *rest = NIL;
+	ListCell   *lc;
+
+	*enabled = false;
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "changes") == 0)
+			*enabled = defGetBoolean(def);
+		else
+			rest = lappend(rest, def);
+	}
+	return rest;
+}
+
+/*
+ * The view columns of the plan's GROUP BY keys, in key order: each key must
+ * be one of the view's columns (the change stream's key).
+ */
+static List *
+key_view_columns(CVPlan *plan)
+{
+	List	   *result = NIL;
+	ListCell   *lk;
+
+	foreach(lk, plan->keys)
+	{
+		CVKey	   *key = lfirst(lk);
+		ListCell   *lc;
+		ListCell   *name = list_head(plan->colnames);
+		char	   *found = NULL;
+
+		foreach(lc, plan->query->targetList)
+		{
+			TargetEntry *tle = lfirst(lc);
+
+			if (tle->resjunk)
+				continue;
+			if (found == NULL && equal(tle->expr, key->expr))
+				found = strVal(lfirst(name));
+			name = lnext(plan->colnames, name);
+		}
+		if (found == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("changes = true needs every GROUP BY key among the view's columns"),
+					 errdetail("The change stream identifies a group by its key columns."),
+					 errhint("Add the GROUP BY expressions to the SELECT list.")));
+		result = lappend(result, found);
+	}
+	return result;
+}
+
+void
+changes_validate(CVPlan *plan, bool sessions, bool lateness)
+{
+	if (sessions || lateness ||
+		(plan->window && plan->window->kind != CV_WINDOW_TUMBLING))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("changes = true is not supported for continuous views with session windows, sliding or hopping windows, or allowed_lateness"),
+				 errdetail("Their rows change with time or are merged when read, not per batch of their stream."),
+				 errhint("Tumbling windows (tumble()) and plain GROUP BY views can have a change stream.")));
+	(void) key_view_columns(plan);
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+static char *
+qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+static void
+spi_check(int rc, int expected, const char *what)
+{
+	if (rc != expected)
+		elog(ERROR, "stream_ext: %s failed: %s", what, SPI_result_code_string(rc));
+}
+
+static bool
+name_in_list(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+static Datum
+text_array(List *names)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(names), 1));
+	ListCell   *lc;
+
+	foreach(lc, names)
+		elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
+	return PointerGetDatum(construct_array(elems, list_length(names), TEXTOID, -1, false,
+										   TYPALIGN_INT));
+}
+
+/*
+ * Make view viewid's change stream for plan (the view's, analyzed), as the
+ * view's owner, and record it.  Runs with the settings pinned.
+ */
+void
+changes_create(Oid viewid, CVPlan *plan)
+{
+	Oid			owner = se_relation_owner(viewid);
+	Oid			nspid = get_rel_namespace(viewid);
+	List	   *keys = key_view_columns(plan);
+	List	   *values = NIL;
+	Relation	rel;
+	TupleDesc	desc;
+	StringInfoData cols;
+	StringInfoData oldcols;
+	StringInfoData newcols;
+	char	   *name;
+	char	   *csq;
+	char	   *keys_sql = NULL;
+	Oid			csid;
+	SeRunAs		runas;
+	Oid			argtypes[5] = {OIDOID, OIDOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	int			rc;
+
+	initStringInfo(&cols);
+	initStringInfo(&oldcols);
+	initStringInfo(&newcols);
+	appendStringInfoString(&cols, "change_seq bigint, change_op text");
+	rel = relation_open(viewid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		char	   *type;
+		char	   *attname = NameStr(att->attname);
+
+		if (att->attisdropped)
+			continue;
+		type = format_type_extended(att->atttypid, att->atttypmod,
+									FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+		if (name_in_list(keys, attname))
+		{
+			appendStringInfo(&cols, ", %s %s", quote_identifier(attname), type);
+			continue;
+		}
+		values = lappend(values, pstrdup(attname));
+		appendStringInfo(&oldcols, ", %s %s",
+						 quote_identifier(psprintf("old_%s", attname)), type);
+		appendStringInfo(&newcols, ", %s %s",
+						 quote_identifier(psprintf("new_%s", attname)), type);
+	}
+	relation_close(rel, AccessShareLock);
+	appendStringInfo(&cols, "%s%s", oldcols.data, newcols.data);
+
+	name = ChooseRelationName(get_rel_name(viewid), NULL, "changes", nspid, false);
+	csq = quote_qualified_identifier(get_namespace_name(nspid), name);
+
+	/* the stream, its owner the view's, readable by those who read the view */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	se_run_as_role(&runas, owner);
+	rc = SPI_execute(psprintf("SELECT stream_ext.create_stream(%s, %s)",
+							  quote_literal_cstr(csq), quote_literal_cstr(cols.data)),
+					 false, 0);
+	spi_check(rc, SPI_OK_SELECT, "creating the change stream");
+	csid = get_relname_relid(name, nspid);
+	rc = SPI_execute(psprintf("SELECT CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END"
+							  " FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) g"
+							  " LEFT JOIN pg_catalog.pg_roles r ON r.oid = g.grantee"
+							  " WHERE c.oid = %u AND g.privilege_type = 'SELECT' AND g.grantee <> c.relowner",
+							  viewid),
+					 false, 0);
+	spi_check(rc, SPI_OK_SELECT, "reading the view's grants");
+	{
+		SPITupleTable *tt = SPI_tuptable;
+		uint64		n = SPI_processed;
+
+		for (uint64 i = 0; i < n; i++)
+			spi_check(SPI_execute(psprintf("GRANT SELECT ON %s TO %s", csq,
+										   SPI_getvalue(tt->vals[i], tt->tupdesc, 1)),
+								  false, 0),
+					  SPI_OK_UTILITY, "granting SELECT on the change stream");
+	}
+	spi_check(SPI_execute(psprintf("COMMENT ON TABLE %s IS %s", csq,
+								   quote_literal_cstr(psprintf("change stream of continuous view %s",
+															   qualified_name(viewid)))),
+						  false, 0),
+			  SPI_OK_UTILITY, "commenting the change stream");
+	se_restore(&runas);
+
+	/* dropped with the view, never alone */
+	se_record_dependency(RelationRelationId, csid, RelationRelationId, viewid,
+						 DEPENDENCY_INTERNAL);
+
+	if (!plan->keyless)
+	{
+		CVBatchAggParts parts;
+		StringInfoData buf;
+		ListCell   *lc;
+
+		cv_batch_agg_parts(plan, CV_NEW_ROWS, &parts);
+		initStringInfo(&buf);
+		/* the tail groups by positions: the keys alone in the select list */
+		appendStringInfoString(&buf, "SELECT ROW(q.*) AS stream_ext_k FROM (SELECT ");
+		foreach(lc, parts.key_exprs)
+			appendStringInfo(&buf, "%s%s", foreach_current_index(lc) ? ", " : "",
+							 (char *) lfirst(lc));
+		appendStringInfo(&buf, "%s) q", parts.tail);
+		keys_sql = buf.data;
+	}
+
+	args[0] = ObjectIdGetDatum(viewid);
+	args[1] = ObjectIdGetDatum(csid);
+	args[2] = text_array(keys);
+	args[3] = text_array(values);
+	args[4] = keys_sql ? CStringGetTextDatum(keys_sql) : (Datum) 0;
+	nulls[4] = keys_sql ? ' ' : 'n';
+	se_run_as_catalog_owner(&runas);
+	rc = SPI_execute_with_args("INSERT INTO stream_ext." CHANGES_TABLE
+							   " (view, stream, key_columns, value_columns, keys_sql)"
+							   " VALUES ($1, $2, $3, $4, $5)",
+							   5, argtypes, args, nulls, false, 0);
+	se_restore(&runas);
+	spi_check(rc, SPI_OK_INSERT, "recording the change stream");
+	SPI_finish();
+	CommandCounterIncrement();
+	CacheInvalidateRelcacheByRelid(viewid);
+}
+
+/* the change stream of view viewid (InvalidOid: none); keys etc. if asked */
+typedef struct ChangesRow
+{
+	Oid			streamid;
+	List	   *keys;
+	List	   *values;
+	char	   *keys_sql;
+} ChangesRow;
+
+static List *
+text_array_list(Datum d)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *result = NIL;
+
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		result = lappend(result, TextDatumGetCString(elems[i]));
+	return result;
+}
+
+/* the catalog row by view (by_stream false) or by change stream */
+static bool
+read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt)
+{
+	Oid			nsp = get_namespace_oid("stream_ext", true);
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1];
+	bool		found = false;
+	int			rc;
+
+	memset(row, 0, sizeof(ChangesRow));
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid(CHANGES_TABLE, nsp)))
+		return false;
+	args[0] = ObjectIdGetDatum(relid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	catalog_read_latest_begin();
+	rc = SPI_execute_with_args(by_stream ?
+							   "SELECT stream::oid, key_columns, value_columns, keys_sql"
+							   " FROM stream_ext." CHANGES_TABLE " WHERE stream = $1" :
+							   "SELECT stream::oid, key_columns, value_columns, keys_sql"
+							   " FROM stream_ext." CHANGES_TABLE " WHERE view = $1",
+							   1, argtypes, args, NULL, true, 1);
+	catalog_read_latest_end();
+	spi_check(rc, SPI_OK_SELECT, "reading stream_ext.change_streams");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		row->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		row->keys = text_array_list(SPI_getbinval(tup, desc, 2, &isnull));
+		row->values = text_array_list(SPI_getbinval(tup, desc, 3, &isnull));
+		row->keys_sql = SPI_getvalue(tup, desc, 4);
+		MemoryContextSwitchTo(old);
+		found = get_rel_name(row->streamid) != NULL;
+	}
+	SPI_finish();
+	return found;
+}
+
+bool
+changes_stream_columns(Oid streamid, List **keys, List **values)
+{
+	ChangesRow	row;
+
+	if (!read_changes_row(streamid, true, &row, CurrentMemoryContext))
+		return false;
+	*keys = row.keys;
+	*values = row.values;
+	return true;
+}
+
+/* "ROW(prefix.k1, ...)" */
+static char *
+key_row(List *keys, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "ROW(");
+	foreach(lc, keys)
+		appendStringInfo(&buf, "%s%s.%s", foreach_current_index(lc) ? ", " : "",
+						 prefix, quote_identifier(lfirst(lc)));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * The maintenance of view viewid: its change stream's statements, in cxt,
+ * or NULL when it has none.  whole_view: over every row of the view (TTL),
+ * else over the groups of the batch in the transition table.
+ */
+ChangesInfo *
+changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt)
+{
+	ChangesRow	row;
+	ChangesInfo *ci;
+	StringInfoData buf;
+	StringInfoData from;
+	char	   *vq;
+	ListCell   *lc;
+	int			pos;
+	MemoryContext old;
+
+	if (!read_changes_row(viewid, false, &row, CurrentMemoryContext))
+		return NULL;
+	vq = qualified_name(viewid);
+
+	/* the view's rows of the batch's groups, their key as one record */
+	initStringInfo(&from);
+	appendStringInfo(&from, "%s v CROSS JOIN LATERAL (SELECT %s AS stream_ext_k) vk",
+					 vq, key_row(row.keys, "v"));
+	if (!whole_view && row.keys_sql != NULL)
+		appendStringInfo(&from, " WHERE vk.stream_ext_k IN (SELECT b.stream_ext_k FROM (%s) b)",
+						 row.keys_sql);
+
+	old = MemoryContextSwitchTo(cxt);
+	ci = palloc0(sizeof(ChangesInfo));
+	ci->viewid = viewid;
+	ci->streamid = row.streamid;
+	ci->arraytype = get_array_type(get_rel_type_id(viewid));
+	ci->old_sql = psprintf("SELECT pg_catalog.array_agg(v) FROM %s", from.data);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "INSERT INTO %s (change_seq, change_op",
+					 qualified_name(row.streamid));
+	foreach(lc, row.keys)
+		appendStringInfo(&buf, ", %s", quote_identifier(lfirst(lc)));
+	foreach(lc, row.values)
+		appendStringInfo(&buf, ", %s", quote_identifier(psprintf("old_%s", (char *) lfirst(lc))));
+	foreach(lc, row.values)
+		appendStringInfo(&buf, ", %s", quote_identifier(psprintf("new_%s", (char *) lfirst(lc))));
+	appendStringInfoString(&buf, ") SELECT $2, CASE WHEN o.stream_ext_p IS NULL THEN 'insert'"
+						   " WHEN n.stream_ext_p IS NULL THEN 'delete' ELSE 'update' END");
+	foreach(lc, row.keys)
+	{
+		const char *k = quote_identifier(lfirst(lc));
+
+		appendStringInfo(&buf, ", CASE WHEN n.stream_ext_p THEN n.%s ELSE o.%s END", k, k);
+	}
+	foreach(lc, row.values)
+		appendStringInfo(&buf, ", o.%s", quote_identifier(lfirst(lc)));
+	foreach(lc, row.values)
+		appendStringInfo(&buf, ", n.%s", quote_identifier(lfirst(lc)));
+	appendStringInfo(&buf, " FROM (SELECT true AS stream_ext_p, %s AS stream_ext_k, x.*"
+					 " FROM pg_catalog.unnest($1) x) o"
+					 " FULL JOIN (SELECT true AS stream_ext_p, vk.stream_ext_k, v.* FROM %s) n"
+					 " ON o.stream_ext_k OPERATOR(pg_catalog.=) n.stream_ext_k"
+					 " WHERE o.stream_ext_p IS NULL OR n.stream_ext_p IS NULL OR %s::text IS DISTINCT FROM %s::text",
+					 key_row(row.keys, "x"), from.data,
+					 key_row(row.values, "o"), key_row(row.values, "n"));
+	/* in key order: the same batch gives the same rows */
+	if (row.keys != NIL)
+	{
+		appendStringInfoString(&buf, " ORDER BY ");
+		for (pos = 0; pos < list_length(row.keys); pos++)
+			appendStringInfo(&buf, "%s%d", pos ? ", " : "", pos + 3);
+	}
+	ci->insert_sql = buf.data;
+	MemoryContextSwitchTo(old);
+	return ci;
+}
+
+/* ---- per batch ------------------------------------------------------------ */
+
+/* run sql outside the materialize scope */
+static void
+run_outside_materialize(const char *sql, int nargs, Oid *argtypes, Datum *args,
+						const char *nulls, int expected, const char *what)
+{
+	int			depth = se_materialize_suspend();
+	int			rc;
+
+	PG_TRY();
+	{
+		rc = SPI_execute_with_args(sql, nargs, argtypes, args, nulls, false, 0);
+	}
+	PG_FINALLY();
+	{
+		se_materialize_resume(depth);
+	}
+	PG_END_TRY();
+	spi_check(rc, expected, what);
+}
+
+/*
+ * Before the batch's statements: wait for the view's other writers (until
+ * they commit) and read the rows of the batch's groups.
+ */
+void
+changes_begin_batch(ChangesInfo *ci)
+{
+	bool		isnull;
+
+	LockRelationOid(ci->viewid, ExclusiveLock);
+	run_outside_materialize(ci->old_sql, 0, NULL, NULL, NULL, SPI_OK_SELECT,
+							"reading a view's rows before its batch");
+	ci->old = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	ci->old_isnull = isnull;
+	if (!isnull)
+		ci->old = datumCopy(ci->old, false, -1);
+}
+
+/* the next change_seq, drawn as the catalog's owner */
+static int64
+next_change_seq(void)
+{
+	SeRunAs		runas;
+	bool		isnull;
+	int64		seq;
+	int			rc;
+
+	se_run_as_catalog_owner(&runas);
+	rc = SPI_execute("SELECT pg_catalog.nextval('stream_ext.change_seq')", false, 1);
+	se_restore(&runas);
+	spi_check(rc, SPI_OK_SELECT, "drawing a change_seq");
+	seq = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return seq;
+}
+
+/* after them: append the groups whose row changed to the change stream */
+void
+changes_end_batch(ChangesInfo *ci)
+{
+	Oid			argtypes[2] = {ci->arraytype, INT8OID};
+	Datum		args[2];
+	char		nulls[3] = {' ', ' ', '\0'};
+
+	args[0] = ci->old;
+	nulls[0] = ci->old_isnull ? 'n' : ' ';
+	args[1] = Int64GetDatum(next_change_seq());
+	run_outside_materialize(ci->insert_sql, 2, argtypes, args, nulls, SPI_OK_INSERT,
+							"appending to a view's change stream");
+}
+
+/*
+ * The view's current rows as 'insert' changes: the start of a change stream
+ * made for a view that has rows (backfilled at CREATE, or ALTER VIEW).
+ */
+void
+changes_snapshot(Oid viewid)
+{
+	ChangesInfo *ci;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ci = changes_lookup(viewid, true, CurrentMemoryContext);
+	if (ci == NULL)
+		elog(ERROR, "continuous view %u has no change stream", viewid);
+	LockRelationOid(viewid, ExclusiveLock);
+	ci->old_isnull = true;
+	changes_end_batch(ci);
+	SPI_finish();
+}
+
+void
+changes_refuse_replace(Oid viewid)
+{
+	ChangesRow	row;
+
+	if (read_changes_row(viewid, false, &row, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot replace continuous view \"%s\": it has a change stream",
+						get_rel_name(viewid)),
+				 errdetail("Change stream \"%s\" follows the view's columns and groups.",
+						   get_rel_name(row.streamid)),
+				 errhint("Run ALTER VIEW %s SET (changes = false) first, or drop the view.",
+						 qualified_name(viewid))));
+}
+
+/* ---- ALTER VIEW v SET (changes = ...) ------------------------------------ */
+
+/* analyze view's recorded query again, as its owner */
+static void
+reanalyze(ViewCatalogEntry *cat, CVPlan *plan)
+{
+	SeRunAs		runas;
+	List	   *raw;
+	Query	   *query;
+	CVWindow   *hop = NULL;
+
+	if (cat->query_sql == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous view \"%s\" was made before version 0.3 and cannot have a change stream",
+						get_rel_name(cat->viewid)),
+				 errhint("Create it again with CREATE OR REPLACE VIEW ... WITH (continuous, changes = true).")));
+	se_run_as_owner(&runas, cat->owner, cat->timezone);
+	raw = raw_parser(cat->query_sql, RAW_PARSE_DEFAULT);
+	query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), cat->query_sql,
+									  NULL, 0, NULL);
+	query = window_rewrite_hop(query, cat->query_sql, &hop);
+	memset(plan, 0, sizeof(CVPlan));
+	cv_analyze(query, cat->query_sql, cv_view_column_aliases(cat->viewid), hop, plan);
+	window_apply_options(plan, NIL, false);
+	se_restore(&runas);
+}
+
+/* does the view have options changes refuses (sessions, lateness, windows)? */
+static bool
+view_has_time_options(Oid viewid)
+{
+	int			rc;
+	bool		result;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute(psprintf("SELECT EXISTS (SELECT FROM stream_ext.view_catalog"
+							  " WHERE view = %u AND window_kind IS NOT NULL AND window_kind <> 'tumbling')"
+							  " OR EXISTS (SELECT FROM stream_ext.session_views WHERE view = %u)"
+							  " OR EXISTS (SELECT FROM stream_ext.lateness_views WHERE view = %u)",
+							  viewid, viewid, viewid), true, 1);
+	spi_check(rc, SPI_OK_SELECT, "reading a view's options");
+	result = strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0;
+	SPI_finish();
+	return result;
+}
+
+void
+changes_alter(Oid viewid, bool enable)
+{
+	ChangesRow	row;
+	bool		exists = read_changes_row(viewid, false, &row, CurrentMemoryContext);
+
+	if (enable && !exists)
+	{
+		ViewCatalogEntry cat;
+		CVPlan		plan;
+		int			nestlevel;
+
+		if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
+			elog(ERROR, "continuous view %u has no catalog entry", viewid);
+		/* writers of the stream finish first; later ones see the change stream */
+		LockRelationOid(cat.streamid, ShareRowExclusiveLock);
+		reanalyze(&cat, &plan);
+		changes_validate(&plan, false, view_has_time_options(viewid));
+		nestlevel = se_pin_settings(cat.timezone);
+		changes_create(viewid, &plan);
+		changes_snapshot(viewid);
+		se_unpin_settings(nestlevel);
+	}
+	else if (!enable && exists)
+	{
+		ObjectAddress addr;
+		SeRunAs		runas;
+		Oid			argtypes[1] = {OIDOID};
+		Datum		args[1];
+
+		/* what reads the change stream (views, sinks' triggers) needs dropping first */
+		deleteDependencyRecordsForSpecific(RelationRelationId, row.streamid,
+										   DEPENDENCY_INTERNAL,
+										   RelationRelationId, viewid);
+		CommandCounterIncrement();
+		ObjectAddressSet(addr, RelationRelationId, row.streamid);
+		performDeletion(&addr, DROP_RESTRICT, 0);
+		args[0] = ObjectIdGetDatum(viewid);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		se_run_as_catalog_owner(&runas);
+		spi_check(SPI_execute_with_args("DELETE FROM stream_ext." CHANGES_TABLE " WHERE view = $1",
+										1, argtypes, args, NULL, false, 0),
+				  SPI_OK_DELETE, "forgetting the change stream");
+		se_restore(&runas);
+		SPI_finish();
+		catalog_remove_orphans();
+		CacheInvalidateRelcacheByRelid(viewid);
+	}
+}
+
+/* ---- stream_ext.changes(view regclass) RETURNS regclass ------------------ */
+
+Datum
+stream_ext_changes(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	ChangesRow	row;
+
+	if (!OidIsValid(catalog_stream_of(viewid)) || get_rel_relkind(viewid) != RELKIND_VIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	if (!read_changes_row(viewid, false, &row, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("continuous view \"%s\" has no change stream", get_rel_name(viewid)),
+				 errhint("Give it one with ALTER VIEW %s SET (changes = true).",
+						 qualified_name(viewid))));
+	PG_RETURN_OID(row.streamid);
+}
