@@ -180,6 +180,13 @@ kafka_sink_build_conf(const char *brokers, const KafkaSinkOptions *opts, Oid rol
 	if (!kafka_property_given(opts->kafka_keys, "linger.ms") &&
 		!kafka_property_given(opts->kafka_keys, "queue.buffering.max.ms"))
 		kafka_conf_set(conf, "linger.ms", "5");
+	/*
+	 * "emit": "changes": every message of a group to one partition, also
+	 * for an empty key (a NULL group key in csv, a view without GROUP BY),
+	 * which consistent_random would scatter; murmur2 is the Java client's.
+	 */
+	if (opts->emit_changes && !kafka_property_given(opts->kafka_keys, "partitioner"))
+		kafka_conf_set(conf, "partitioner", "murmur2");
 	return conf;
 }
 
