@@ -4,7 +4,8 @@
 #   STREAM_EXT_PGROOT=/tmp/pg-x bash bench/changes.sh   (after make install)
 #
 # A throwaway cluster (test/lib/cluster.sh); W1's view (count, sum by k and
-# minute, 1,000 keys) over a stream, fed the same rows by COPY from
+# minute; bench/core.sh's input: 1,000 keys, ~1,000 groups a minute of
+# event time) over a stream, fed the same rows by COPY from
 # server-side CSV files, one COPY per batch, in three set-ups side by side:
 # raw (the stream without views), W1 without changes, W1 with
 # changes = true.  Prints rows/s and the ratio of each to raw COPY, per
@@ -52,8 +53,9 @@ echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for b in $BATCHES; do
 	n=$((ROWS / b))
 	"${PSQL[@]}" -c "DO \$\$ BEGIN FOR i IN 0 .. $n - 1 LOOP
-	  EXECUTE format('COPY (SELECT (g * 7919) %% 1000, timestamptz ''2026-01-01'' + (g || '' s'')::interval, g %% 100
-	                   FROM generate_series(%s, %s) g) TO %L WITH (FORMAT csv)',
+	  EXECUTE format('COPY (SELECT ((hashint4(i) %% 1000) + 1000) %% 1000,
+	                          timestamptz ''2024-01-01 00:00:00+00'' + i * interval ''4 ms'' + (hashint4(-i) %% 2000) * interval ''1 ms'',
+	                          (i * 37) %% 100 FROM generate_series(%s, %s) i) TO %L WITH (FORMAT csv)',
 	                 i * $b + 1, (i + 1) * $b, '$DATA/b${b}_' || i || '.csv');
 	END LOOP; END \$\$;"
 	line="| $b"

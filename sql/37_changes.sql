@@ -170,3 +170,25 @@ END $$;
 CREATE TRIGGER notify_change AFTER INSERT ON low_changes
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION chg.notify_change();
 INSERT INTO temps VALUES (5, 50), (6, -6);
+
+-- partial states: each change of a batch carries the batch's partial state
+-- of every aggregate (batch_<state column>); merged per key they give the
+-- view's values (the rows of the initial snapshot have none: start empty)
+SELECT stream_ext.create_stream('chg.m', 'k int, v int');
+CREATE VIEW mv WITH (continuous, changes = true) AS
+  SELECT k, count(*) AS n, avg(v) AS av, max(v) AS hi FROM m GROUP BY k;
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'chg.mv_changes'::regclass AND attname LIKE 'batch_%' ORDER BY attnum;
+INSERT INTO m SELECT i % 3, i FROM generate_series(1, 10) i;
+INSERT INTO m SELECT i % 4, i * 10 FROM generate_series(1, 8) i;
+INSERT INTO m VALUES (1, 1);   -- max and count change, avg too
+SELECT k, count(*) AS changes, count(batch_state_count_1) AS with_states FROM mv_changes GROUP BY k ORDER BY k;
+CREATE VIEW mv_combined AS
+SELECT c.k,
+       stream_ext.finalize(stream_ext.merge_states(c.batch_state_count_1, 'count()'), 'count()', NULL::bigint) AS n,
+       stream_ext.finalize(stream_ext.merge_states(c.batch_state_avg_2, 'avg(int4)'), 'avg(int4)', NULL::numeric) AS av,
+       stream_ext.finalize(stream_ext.merge_states(c.batch_state_max_3, 'max(int4)'), 'max(int4)', NULL::int) AS hi
+  FROM mv_changes c GROUP BY c.k;
+SELECT count(*) AS differences FROM ((TABLE mv_combined EXCEPT ALL TABLE mv)
+                                     UNION ALL (TABLE mv EXCEPT ALL TABLE mv_combined)) d;
+SELECT count(*) AS groups FROM mv_combined;

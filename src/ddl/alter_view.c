@@ -7,6 +7,8 @@
  *		ttl					how long groups are kept (a view with ttl)
  *		allowed_lateness	how late rows may arrive (a view with it)
  *		notify				the NOTIFY channel of each batch, or none
+ *		changes				the view's change stream (maintain/changes.c:
+ *							made or dropped, not a catalog value only)
  *
  * Each is a value in stream_ext's catalog that maintenance, TTL or the
  * batch trigger reads when it runs; the change takes effect with the next

@@ -202,11 +202,16 @@ changes_create(Oid viewid, CVPlan *plan)
 	char	   *name;
 	char	   *csq;
 	char	   *keys_sql = NULL;
+	char	   *states_sql = NULL;
+	char	   *states_defs = NULL;
+	List	   *states = NIL;
+	CVBatchAggParts parts;
 	Oid			csid;
 	SeRunAs		runas;
-	Oid			argtypes[5] = {OIDOID, OIDOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID};
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[8] = {OIDOID, OIDOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTARRAYOID};
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
 
 	initStringInfo(&cols);
@@ -238,6 +243,52 @@ changes_create(Oid viewid, CVPlan *plan)
 	}
 	relation_close(rel, AccessShareLock);
 	appendStringInfo(&cols, "%s%s", oldcols.data, newcols.data);
+
+	/*
+	 * The batch's partial state of every aggregate but count(DISTINCT), per
+	 * group: the batch's own aggregation again (cv_batch_agg_parts()), its
+	 * rows as one record[] whose columns are the keys (c1..) and the states
+	 * (s1..); the stream gets a column batch_<state column> per state.
+	 */
+	cv_batch_agg_parts(plan, CV_NEW_ROWS, &parts);
+	if (parts.state_exprs != NIL)
+	{
+		StringInfoData sel;
+		StringInfoData defs;
+		ListCell   *lc;
+		int			i = 0;
+
+		initStringInfo(&sel);
+		initStringInfo(&defs);
+		foreach(lc, plan->keys)
+		{
+			CVKey	   *key = lfirst(lc);
+
+			appendStringInfo(&sel, "%s, ", (char *) list_nth(parts.key_exprs, i));
+			appendStringInfo(&defs, "c%d %s, ", ++i,
+							 format_type_extended(key->type, key->typmod,
+												  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+		}
+		i = 0;
+		foreach(lc, plan->aggs)
+		{
+			CVAgg	   *agg = lfirst(lc);
+			char	   *type;
+
+			if (agg->is_distinct)
+				continue;
+			type = format_type_extended(agg->storage.statetype, -1, FORMAT_TYPE_FORCE_QUALIFY);
+			appendStringInfo(&sel, "%s%s", i ? ", " : "", (char *) list_nth(parts.state_exprs, i));
+			appendStringInfo(&defs, "%ss%d %s", i ? ", " : "", i + 1, type);
+			appendStringInfo(&cols, ", %s %s",
+							 quote_identifier(psprintf("batch_%s", agg->colname)), type);
+			states = lappend(states, psprintf("batch_%s", agg->colname));
+			i++;
+		}
+		states_sql = psprintf("SELECT pg_catalog.array_agg(q) FROM (SELECT %s%s) q",
+							  sel.data, parts.tail);
+		states_defs = defs.data;
+	}
 
 	name = ChooseRelationName(get_rel_name(viewid), NULL, "changes", nspid, false);
 	csq = quote_qualified_identifier(get_namespace_name(nspid), name);
@@ -281,11 +332,9 @@ changes_create(Oid viewid, CVPlan *plan)
 
 	if (!plan->keyless)
 	{
-		CVBatchAggParts parts;
 		StringInfoData buf;
 		ListCell   *lc;
 
-		cv_batch_agg_parts(plan, CV_NEW_ROWS, &parts);
 		initStringInfo(&buf);
 		/* the tail groups by positions: the keys alone in the select list */
 		appendStringInfoString(&buf, "SELECT ROW(q.*) AS stream_ext_k FROM (SELECT ");
@@ -302,11 +351,17 @@ changes_create(Oid viewid, CVPlan *plan)
 	args[3] = text_array(values);
 	args[4] = keys_sql ? CStringGetTextDatum(keys_sql) : (Datum) 0;
 	nulls[4] = keys_sql ? ' ' : 'n';
+	args[5] = states_sql ? CStringGetTextDatum(states_sql) : (Datum) 0;
+	nulls[5] = states_sql ? ' ' : 'n';
+	args[6] = states_defs ? CStringGetTextDatum(states_defs) : (Datum) 0;
+	nulls[6] = states_defs ? ' ' : 'n';
+	args[7] = text_array(states);
 	se_run_as_catalog_owner(&runas);
 	rc = SPI_execute_with_args("INSERT INTO stream_ext." CHANGES_TABLE
-							   " (view, stream, key_columns, value_columns, keys_sql)"
-							   " VALUES ($1, $2, $3, $4, $5)",
-							   5, argtypes, args, nulls, false, 0);
+							   " (view, stream, key_columns, value_columns, keys_sql,"
+							   " states_sql, states_columns, state_columns)"
+							   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+							   8, argtypes, args, nulls, false, 0);
 	se_restore(&runas);
 	spi_check(rc, SPI_OK_INSERT, "recording the change stream");
 	SPI_finish();
@@ -321,6 +376,9 @@ typedef struct ChangesRow
 	List	   *keys;
 	List	   *values;
 	char	   *keys_sql;
+	char	   *states_sql;
+	char	   *states_defs;
+	List	   *states;
 } ChangesRow;
 
 static List *
@@ -356,9 +414,11 @@ read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt)
 		elog(ERROR, "SPI_connect failed");
 	catalog_read_latest_begin();
 	rc = SPI_execute_with_args(by_stream ?
-							   "SELECT stream::oid, key_columns, value_columns, keys_sql"
+							   "SELECT stream::oid, key_columns, value_columns, keys_sql,"
+							   " states_sql, states_columns, state_columns"
 							   " FROM stream_ext." CHANGES_TABLE " WHERE stream = $1" :
-							   "SELECT stream::oid, key_columns, value_columns, keys_sql"
+							   "SELECT stream::oid, key_columns, value_columns, keys_sql,"
+							   " states_sql, states_columns, state_columns"
 							   " FROM stream_ext." CHANGES_TABLE " WHERE view = $1",
 							   1, argtypes, args, NULL, true, 1);
 	catalog_read_latest_end();
@@ -374,6 +434,9 @@ read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt)
 		row->keys = text_array_list(SPI_getbinval(tup, desc, 2, &isnull));
 		row->values = text_array_list(SPI_getbinval(tup, desc, 3, &isnull));
 		row->keys_sql = SPI_getvalue(tup, desc, 4);
+		row->states_sql = SPI_getvalue(tup, desc, 5);
+		row->states_defs = SPI_getvalue(tup, desc, 6);
+		row->states = text_array_list(SPI_getbinval(tup, desc, 7, &isnull));
 		MemoryContextSwitchTo(old);
 		found = get_rel_name(row->streamid) != NULL;
 	}
@@ -454,25 +517,49 @@ changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt)
 		appendStringInfo(&buf, ", %s", quote_identifier(psprintf("old_%s", (char *) lfirst(lc))));
 	foreach(lc, row.values)
 		appendStringInfo(&buf, ", %s", quote_identifier(psprintf("new_%s", (char *) lfirst(lc))));
-	appendStringInfoString(&buf, ") SELECT $2, CASE WHEN o.stream_ext_p IS NULL THEN 'insert'"
-						   " WHEN n.stream_ext_p IS NULL THEN 'delete' ELSE 'update' END");
+	foreach(lc, row.states)
+		appendStringInfo(&buf, ", %s", quote_identifier(lfirst(lc)));
+	appendStringInfoString(&buf, ") SELECT $2, c.stream_ext_op");
+	for (pos = 0; pos < list_length(row.keys) + 2 * list_length(row.values); pos++)
+		appendStringInfo(&buf, ", c.c%d", pos + 1);
+	for (pos = 0; pos < list_length(row.states); pos++)
+		appendStringInfo(&buf, ", st.s%d", pos + 1);
+
+	/* c: the changed groups, old and new rows side by side */
+	appendStringInfoString(&buf, " FROM (SELECT CASE WHEN o.stream_ext_p IS NULL THEN 'insert'"
+						   " WHEN n.stream_ext_p IS NULL THEN 'delete' ELSE 'update' END AS stream_ext_op,"
+						   " CASE WHEN n.stream_ext_p THEN n.stream_ext_k ELSE o.stream_ext_k END AS stream_ext_k");
+	pos = 0;
 	foreach(lc, row.keys)
 	{
 		const char *k = quote_identifier(lfirst(lc));
 
-		appendStringInfo(&buf, ", CASE WHEN n.stream_ext_p THEN n.%s ELSE o.%s END", k, k);
+		appendStringInfo(&buf, ", CASE WHEN n.stream_ext_p THEN n.%s ELSE o.%s END AS c%d", k, k, ++pos);
 	}
 	foreach(lc, row.values)
-		appendStringInfo(&buf, ", o.%s", quote_identifier(lfirst(lc)));
+		appendStringInfo(&buf, ", o.%s AS c%d", quote_identifier(lfirst(lc)), ++pos);
 	foreach(lc, row.values)
-		appendStringInfo(&buf, ", n.%s", quote_identifier(lfirst(lc)));
+		appendStringInfo(&buf, ", n.%s AS c%d", quote_identifier(lfirst(lc)), ++pos);
 	appendStringInfo(&buf, " FROM (SELECT true AS stream_ext_p, %s AS stream_ext_k, x.*"
 					 " FROM pg_catalog.unnest($1) x) o"
 					 " FULL JOIN (SELECT true AS stream_ext_p, vk.stream_ext_k, v.* FROM %s) n"
 					 " ON o.stream_ext_k OPERATOR(pg_catalog.=) n.stream_ext_k"
-					 " WHERE o.stream_ext_p IS NULL OR n.stream_ext_p IS NULL OR %s::text IS DISTINCT FROM %s::text",
+					 " WHERE o.stream_ext_p IS NULL OR n.stream_ext_p IS NULL OR %s::text IS DISTINCT FROM %s::text) c",
 					 key_row(row.keys, "x"), from.data,
 					 key_row(row.values, "o"), key_row(row.values, "n"));
+
+	/* st: the batch's partial states of the groups ($3, see changes_begin_batch()) */
+	if (row.states != NIL)
+	{
+		List	   *cn = NIL;
+
+		for (pos = 0; pos < list_length(row.keys); pos++)
+			cn = lappend(cn, psprintf("c%d", pos + 1));
+		appendStringInfo(&buf, " LEFT JOIN (SELECT %s AS stream_ext_k, st.*"
+						 " FROM pg_catalog.unnest($3::pg_catalog.record[]) AS st(%s)) st"
+						 " ON st.stream_ext_k OPERATOR(pg_catalog.=) c.stream_ext_k",
+						 key_row(cn, "st"), row.states_defs);
+	}
 	/* in key order: the same batch gives the same rows */
 	if (row.keys != NIL)
 	{
@@ -480,6 +567,8 @@ changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt)
 		for (pos = 0; pos < list_length(row.keys); pos++)
 			appendStringInfo(&buf, "%s%d", pos ? ", " : "", pos + 3);
 	}
+	if (!whole_view && row.states_sql)
+		ci->states_sql = pstrdup(row.states_sql);
 	ci->insert_sql = buf.data;
 	MemoryContextSwitchTo(old);
 	return ci;
@@ -523,6 +612,19 @@ changes_begin_batch(ChangesInfo *ci)
 	ci->old_isnull = isnull;
 	if (!isnull)
 		ci->old = datumCopy(ci->old, false, -1);
+
+	/* the batch's partial states: in the materialize scope, like the batch's own */
+	ci->states_isnull = true;
+	if (ci->states_sql)
+	{
+		int			rc = SPI_execute(ci->states_sql, false, 0);
+
+		spi_check(rc, SPI_OK_SELECT, "aggregating a batch's partial states");
+		ci->states = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		ci->states_isnull = isnull;
+		if (!isnull)
+			ci->states = datumCopy(ci->states, false, -1);
+	}
 }
 
 /* the next change_seq, drawn as the catalog's owner */
@@ -546,14 +648,16 @@ next_change_seq(void)
 void
 changes_end_batch(ChangesInfo *ci)
 {
-	Oid			argtypes[2] = {ci->arraytype, INT8OID};
-	Datum		args[2];
-	char		nulls[3] = {' ', ' ', '\0'};
+	Oid			argtypes[3] = {ci->arraytype, INT8OID, RECORDARRAYOID};
+	Datum		args[3];
+	char		nulls[4] = {' ', ' ', ' ', '\0'};
 
 	args[0] = ci->old;
 	nulls[0] = ci->old_isnull ? 'n' : ' ';
 	args[1] = Int64GetDatum(next_change_seq());
-	run_outside_materialize(ci->insert_sql, 2, argtypes, args, nulls, SPI_OK_INSERT,
+	args[2] = ci->states;
+	nulls[2] = ci->states_isnull ? 'n' : ' ';
+	run_outside_materialize(ci->insert_sql, 3, argtypes, args, nulls, SPI_OK_INSERT,
 							"appending to a view's change stream");
 }
 
@@ -573,6 +677,7 @@ changes_snapshot(Oid viewid)
 		elog(ERROR, "continuous view %u has no change stream", viewid);
 	LockRelationOid(viewid, ExclusiveLock);
 	ci->old_isnull = true;
+	ci->states_isnull = true;
 	changes_end_batch(ci);
 	SPI_finish();
 }

@@ -18,9 +18,12 @@ typedef struct ChangesInfo
 	Oid			arraytype;		/* the view's row type's array type */
 	char	   *old_sql;		/* the touched groups' rows, as one array */
 	char	   *insert_sql;		/* the changes into the change stream */
+	char	   *states_sql;		/* the batch's partial states, or NULL */
 	/* of the batch at hand */
 	Datum		old;
 	bool		old_isnull;
+	Datum		states;
+	bool		states_isnull;
 } ChangesInfo;
 
 /* WITH (continuous, changes = true): takes the option; returns the rest */

@@ -482,7 +482,12 @@ CREATE TABLE stream_ext.change_streams (
     key_columns    text[] NOT NULL,
     value_columns  text[] NOT NULL,
     -- the batch's groups (one record column stream_ext_k over stream_ext_new); NULL: no GROUP BY
-    keys_sql       text
+    keys_sql       text,
+    -- the batch's partial states per group, as one record[]; its column
+    -- definition list; NULL: no aggregate state (count(DISTINCT) only)
+    states_sql     text,
+    states_columns text,
+    state_columns  text[] NOT NULL DEFAULT '{}'
 );
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.change_streams', '');
 GRANT SELECT ON stream_ext.change_streams TO PUBLIC;
