@@ -67,7 +67,7 @@ for b in $BATCHES; do
 	    FOR i IN 0 .. $n - 1 LOOP
 	      FOREACH s IN ARRAY ARRAY['ev_raw', 'ev_plain', 'ev_changes'] LOOP
 	        t0 := clock_timestamp();
-	        EXECUTE format('COPY %I FROM %L WITH (FORMAT csv)', s, '$DATA/b${b}_' || i || '.csv');
+	        EXECUTE format('COPY %I (k, ts, v) FROM %L WITH (FORMAT csv)', s, '$DATA/b${b}_' || i || '.csv');
 	        INSERT INTO t VALUES (s, extract(epoch FROM clock_timestamp() - t0) * 1000);
 	      END LOOP;
 	    END LOOP; END \$\$;

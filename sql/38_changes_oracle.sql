@@ -15,8 +15,14 @@ CREATE VIEW g2 WITH (continuous, changes = true) AS
     FROM ev GROUP BY a, b;
 CREATE VIEW big WITH (continuous, changes = true) AS
   SELECT a, sum(v) AS s FROM ev GROUP BY a HAVING sum(v) % 3 <> 0;
+CREATE VIEW dn WITH (continuous, changes = true) AS
+  SELECT a, count(DISTINCT b) AS nb, min(b) AS lo FROM ev GROUP BY a;
 CREATE VIEW one WITH (continuous, changes = true) AS
   SELECT count(*) AS n, avg(v) AS av FROM ev WHERE v > 10;
+
+-- both ways of storing a batch: views that append to a delta, views that upsert
+SELECT view, delta IS NOT NULL AS appends FROM stream_ext.view_catalog
+ WHERE view IN ('chgo.g2'::regclass, 'chgo.big', 'chgo.dn', 'chgo.one') ORDER BY view::text;
 
 -- batches of 1 .. 10,000 rows over 50 x 4 groups (NULL in either key);
 -- every third batch of the small ones rolled back in a subtransaction
@@ -58,6 +64,9 @@ SELECT chgo.diff(
 SELECT chgo.diff(
   'SELECT a, s FROM chgo.big',
   'SELECT a, new_s FROM (SELECT DISTINCT ON (a) * FROM chgo.big_changes ORDER BY a, change_seq DESC) l WHERE change_op <> ''delete''') AS big_diff;
+SELECT chgo.diff(
+  'SELECT a, nb, lo FROM chgo.dn',
+  'SELECT a, new_nb, new_lo FROM (SELECT DISTINCT ON (a) * FROM chgo.dn_changes ORDER BY a, change_seq DESC) l WHERE change_op <> ''delete''') AS dn_diff;
 SELECT chgo.diff(
   'SELECT n, av FROM chgo.one',
   'SELECT new_n, new_av FROM (SELECT * FROM chgo.one_changes ORDER BY change_seq DESC LIMIT 1) l') AS one_diff;

@@ -41,10 +41,12 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -61,6 +63,8 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "core/catalog.h"
 #include "core/security.h"
@@ -71,6 +75,9 @@
 PG_FUNCTION_INFO_V1(stream_ext_changes);
 
 #define CHANGES_TABLE "change_streams"
+
+static char *rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts);
+static char *operator_sql(Oid opid);
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -201,7 +208,7 @@ changes_create(Oid viewid, CVPlan *plan)
 	StringInfoData newcols;
 	char	   *name;
 	char	   *csq;
-	char	   *keys_sql = NULL;
+	char	   *rows_sql = NULL;
 	char	   *states_sql = NULL;
 	char	   *states_defs = NULL;
 	List	   *states = NIL;
@@ -331,26 +338,14 @@ changes_create(Oid viewid, CVPlan *plan)
 						 DEPENDENCY_INTERNAL);
 
 	if (!plan->keyless)
-	{
-		StringInfoData buf;
-		ListCell   *lc;
-
-		initStringInfo(&buf);
-		/* the tail groups by positions: the keys alone in the select list */
-		appendStringInfoString(&buf, "SELECT ROW(q.*) AS stream_ext_k FROM (SELECT ");
-		foreach(lc, parts.key_exprs)
-			appendStringInfo(&buf, "%s%s", foreach_current_index(lc) ? ", " : "",
-							 (char *) lfirst(lc));
-		appendStringInfo(&buf, "%s) q", parts.tail);
-		keys_sql = buf.data;
-	}
+		rows_sql = rows_of_batch_sql(viewid, plan, &parts);
 
 	args[0] = ObjectIdGetDatum(viewid);
 	args[1] = ObjectIdGetDatum(csid);
 	args[2] = text_array(keys);
 	args[3] = text_array(values);
-	args[4] = keys_sql ? CStringGetTextDatum(keys_sql) : (Datum) 0;
-	nulls[4] = keys_sql ? ' ' : 'n';
+	args[4] = rows_sql ? CStringGetTextDatum(rows_sql) : (Datum) 0;
+	nulls[4] = rows_sql ? ' ' : 'n';
 	args[5] = states_sql ? CStringGetTextDatum(states_sql) : (Datum) 0;
 	nulls[5] = states_sql ? ' ' : 'n';
 	args[6] = states_defs ? CStringGetTextDatum(states_defs) : (Datum) 0;
@@ -358,7 +353,7 @@ changes_create(Oid viewid, CVPlan *plan)
 	args[7] = text_array(states);
 	se_run_as_catalog_owner(&runas);
 	rc = SPI_execute_with_args("INSERT INTO stream_ext." CHANGES_TABLE
-							   " (view, stream, key_columns, value_columns, keys_sql,"
+							   " (view, stream, key_columns, value_columns, rows_sql,"
 							   " states_sql, states_columns, state_columns)"
 							   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 							   8, argtypes, args, nulls, false, 0);
@@ -375,7 +370,7 @@ typedef struct ChangesRow
 	Oid			streamid;
 	List	   *keys;
 	List	   *values;
-	char	   *keys_sql;
+	char	   *rows_sql;
 	char	   *states_sql;
 	char	   *states_defs;
 	List	   *states;
@@ -414,10 +409,10 @@ read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt)
 		elog(ERROR, "SPI_connect failed");
 	catalog_read_latest_begin();
 	rc = SPI_execute_with_args(by_stream ?
-							   "SELECT stream::oid, key_columns, value_columns, keys_sql,"
+							   "SELECT stream::oid, key_columns, value_columns, rows_sql,"
 							   " states_sql, states_columns, state_columns"
 							   " FROM stream_ext." CHANGES_TABLE " WHERE stream = $1" :
-							   "SELECT stream::oid, key_columns, value_columns, keys_sql,"
+							   "SELECT stream::oid, key_columns, value_columns, rows_sql,"
 							   " states_sql, states_columns, state_columns"
 							   " FROM stream_ext." CHANGES_TABLE " WHERE view = $1",
 							   1, argtypes, args, NULL, true, 1);
@@ -433,7 +428,7 @@ read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt)
 		row->streamid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 		row->keys = text_array_list(SPI_getbinval(tup, desc, 2, &isnull));
 		row->values = text_array_list(SPI_getbinval(tup, desc, 3, &isnull));
-		row->keys_sql = SPI_getvalue(tup, desc, 4);
+		row->rows_sql = SPI_getvalue(tup, desc, 4);
 		row->states_sql = SPI_getvalue(tup, desc, 5);
 		row->states_defs = SPI_getvalue(tup, desc, 6);
 		row->states = text_array_list(SPI_getbinval(tup, desc, 7, &isnull));
@@ -472,6 +467,97 @@ key_row(List *keys, const char *prefix)
 	return buf.data;
 }
 
+/* OPERATOR(schema.name) of operator opid */
+static char *
+operator_sql(Oid opid)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opid));
+	Form_pg_operator op;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opid);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	result = psprintf("OPERATOR(%s.%s)",
+					  quote_identifier(get_namespace_name(op->oprnamespace)),
+					  NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * The view's rows (one column r of its row type) of the groups of the batch
+ * in the transition table: the view's own SELECT (window_view_select_sql(),
+ * as CREATE made it) over its materialization and delta restricted to those
+ * groups -- so only they are merged and finalized.  The batch's keys are
+ * aggregated from the transition table (cv_batch_agg_parts()); a view that
+ * appends finds its groups by the group hash (the materialization's index
+ * on it, NULL keys included; another group with the same hash comes along
+ * and is left out of the changes by being the same before and after); a
+ * view that upserts, by its keys.
+ */
+static char *
+rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts)
+{
+	ViewCatalogEntry cat;
+	StringInfoData keys;
+	char	   *mq;
+	char	   *dq = NULL;
+	char	   *mrows;
+	char	   *drows = NULL;
+	ListCell   *lc;
+	ListCell   *lk;
+
+	if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
+		elog(ERROR, "continuous view %u has no catalog entry", viewid);
+	mq = qualified_name(cat.matrelid);
+	if (OidIsValid(cat.deltaid))
+		dq = qualified_name(cat.deltaid);
+
+	/* the batch's groups: key columns named as the materialization's */
+	initStringInfo(&keys);
+	appendStringInfoString(&keys, "SELECT ");
+	forboth(lc, parts->key_exprs, lk, plan->keys)
+		appendStringInfo(&keys, "%s%s AS %s", foreach_current_index(lc) ? ", " : "",
+						 (char *) lfirst(lc), quote_identifier(((CVKey *) lfirst(lk))->colname));
+	if (parts->hash_expr)
+		appendStringInfo(&keys, ", %s AS " CV_KEY_HASH_COLUMN, parts->hash_expr);
+	appendStringInfoString(&keys, parts->tail);
+
+	if (dq)
+	{
+		char	   *in = psprintf("IN (SELECT %s FROM (%s) b)",
+								  cv_group_hash_sql(plan, "b."), keys.data);
+
+		mrows = psprintf("(SELECT * FROM %s m0 WHERE %s %s)", mq, cv_group_hash_sql(plan, "m0."), in);
+		drows = psprintf("(SELECT * FROM %s d0 WHERE %s %s)", dq, cv_group_hash_sql(plan, "d0."), in);
+	}
+	else
+	{
+		StringInfoData match;
+
+		initStringInfo(&match);
+		foreach(lk, plan->keys)
+		{
+			CVKey	   *key = lfirst(lk);
+			const char *k = quote_identifier(key->colname);
+			TypeCacheEntry *tce = lookup_type_cache(key->type, TYPECACHE_EQ_OPR);
+
+			if (!OidIsValid(tce->eq_opr))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("changes = true needs an equality operator for the GROUP BY key of type %s",
+								format_type_be(key->type))));
+			appendStringInfo(&match, " AND (m0.%s %s b.%s OR (m0.%s IS NULL AND b.%s IS NULL))",
+							 k, operator_sql(tce->eq_opr), k, k, k);
+		}
+		mrows = psprintf("(SELECT * FROM %s m0 WHERE EXISTS (SELECT FROM (%s) b WHERE true%s))",
+						 mq, keys.data, match.data);
+	}
+	return psprintf("SELECT r::%s AS r FROM (%s) r", qualified_name(viewid),
+					window_view_select_sql(plan, cat.matrelid, mrows, drows));
+}
+
 /*
  * The maintenance of view viewid: its change stream's statements, in cxt,
  * or NULL when it has none.  whole_view: over every row of the view (TTL),
@@ -495,18 +581,17 @@ changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt)
 
 	/* the view's rows of the batch's groups, their key as one record */
 	initStringInfo(&from);
-	appendStringInfo(&from, "%s v CROSS JOIN LATERAL (SELECT %s AS stream_ext_k) vk",
-					 vq, key_row(row.keys, "v"));
-	if (!whole_view && row.keys_sql != NULL)
-		appendStringInfo(&from, " WHERE vk.stream_ext_k IN (SELECT b.stream_ext_k FROM (%s) b)",
-						 row.keys_sql);
+	if (whole_view || row.rows_sql == NULL)
+		appendStringInfo(&from, "SELECT v AS r FROM %s v", vq);
+	else
+		appendStringInfoString(&from, row.rows_sql);
 
 	old = MemoryContextSwitchTo(cxt);
 	ci = palloc0(sizeof(ChangesInfo));
 	ci->viewid = viewid;
 	ci->streamid = row.streamid;
 	ci->arraytype = get_array_type(get_rel_type_id(viewid));
-	ci->old_sql = psprintf("SELECT pg_catalog.array_agg(v) FROM %s", from.data);
+	ci->old_sql = psprintf("SELECT pg_catalog.array_agg(x.r) FROM (%s) x", from.data);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "INSERT INTO %s (change_seq, change_op",
@@ -542,10 +627,11 @@ changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt)
 		appendStringInfo(&buf, ", n.%s AS c%d", quote_identifier(lfirst(lc)), ++pos);
 	appendStringInfo(&buf, " FROM (SELECT true AS stream_ext_p, %s AS stream_ext_k, x.*"
 					 " FROM pg_catalog.unnest($1) x) o"
-					 " FULL JOIN (SELECT true AS stream_ext_p, vk.stream_ext_k, v.* FROM %s) n"
+					 " FULL JOIN (SELECT true AS stream_ext_p, %s AS stream_ext_k, y.*"
+					 " FROM (SELECT (x.r).* FROM (%s) x) y) n"
 					 " ON o.stream_ext_k OPERATOR(pg_catalog.=) n.stream_ext_k"
 					 " WHERE o.stream_ext_p IS NULL OR n.stream_ext_p IS NULL OR %s::text IS DISTINCT FROM %s::text) c",
-					 key_row(row.keys, "x"), from.data,
+					 key_row(row.keys, "x"), key_row(row.keys, "y"), from.data,
 					 key_row(row.values, "o"), key_row(row.values, "n"));
 
 	/* st: the batch's partial states of the groups ($3, see changes_begin_batch()) */

@@ -9,8 +9,8 @@ CREATE TABLE stream_ext.change_streams (
     -- the view's GROUP BY key columns, and its other columns (old_/new_ in the stream)
     key_columns    text[] NOT NULL,
     value_columns  text[] NOT NULL,
-    -- the batch's groups (one record column stream_ext_k over stream_ext_new); NULL: no GROUP BY
-    keys_sql       text,
+    -- the view's rows of the batch's groups (over stream_ext_new); NULL: every row
+    rows_sql       text,
     -- the batch's partial states per group, as one record[]; its column
     -- definition list; NULL: no aggregate state (count(DISTINCT) only)
     states_sql     text,
