@@ -490,11 +490,7 @@ operator_sql(Oid opid)
  * in the transition table: the view's own SELECT (window_view_select_sql(),
  * as CREATE made it) over its materialization and delta restricted to those
  * groups -- so only they are merged and finalized.  The batch's keys are
- * aggregated from the transition table (cv_batch_agg_parts()); a view that
- * appends finds its groups by the group hash (the materialization's index
- * on it, NULL keys included; another group with the same hash comes along
- * and is left out of the changes by being the same before and after); a
- * view that upserts, by its keys.
+ * aggregated from the transition table (cv_batch_agg_parts()).
  */
 static char *
 rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts)
@@ -505,6 +501,9 @@ rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts)
 	char	   *dq = NULL;
 	char	   *mrows;
 	char	   *drows = NULL;
+	StringInfoData eq;
+	StringInfoData nulleq;
+	StringInfoData anynull;
 	ListCell   *lc;
 	ListCell   *lk;
 
@@ -520,42 +519,49 @@ rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts)
 	forboth(lc, parts->key_exprs, lk, plan->keys)
 		appendStringInfo(&keys, "%s%s AS %s", foreach_current_index(lc) ? ", " : "",
 						 (char *) lfirst(lc), quote_identifier(((CVKey *) lfirst(lk))->colname));
-	if (parts->hash_expr)
-		appendStringInfo(&keys, ", %s AS " CV_KEY_HASH_COLUMN, parts->hash_expr);
 	appendStringInfoString(&keys, parts->tail);
 
+	/*
+	 * Rows of the materialization or delta (alias t) of the batch's groups:
+	 * keys equal by their equality operators (a hash or merge semi-join, or
+	 * the materialization's unique index on the keys), and, in a second
+	 * branch read only for rows with a NULL key, equal or both NULL.
+	 */
+	initStringInfo(&eq);
+	initStringInfo(&nulleq);
+	initStringInfo(&anynull);
+	foreach(lk, plan->keys)
+	{
+		CVKey	   *key = lfirst(lk);
+		const char *k = quote_identifier(key->colname);
+		TypeCacheEntry *tce = lookup_type_cache(key->type, TYPECACHE_EQ_OPR);
+		char	   *op;
+		bool		first = (foreach_current_index(lk) == 0);
+
+		if (!OidIsValid(tce->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("changes = true needs an equality operator for the GROUP BY key of type %s",
+							format_type_be(key->type))));
+		op = operator_sql(tce->eq_opr);
+		appendStringInfo(&eq, "%st.%s %s b.%s", first ? "" : " AND ", k, op, k);
+		appendStringInfo(&nulleq, "%s(t.%s %s b.%s OR (t.%s IS NULL AND b.%s IS NULL))",
+						 first ? "" : " AND ", k, op, k, k, k);
+		appendStringInfo(&anynull, "%st.%s IS NULL", first ? "" : " OR ", k);
+	}
+	/* each read once (the view's SELECT reads its delta several times) */
+	mrows = psprintf("stream_ext_b AS MATERIALIZED (%s),"
+					 " stream_ext_m AS MATERIALIZED (SELECT t.* FROM %s t WHERE EXISTS (SELECT FROM stream_ext_b b WHERE %s)"
+					 " UNION ALL SELECT t.* FROM %s t WHERE (%s) AND EXISTS (SELECT FROM stream_ext_b b WHERE %s))",
+					 keys.data, mq, eq.data, mq, anynull.data, nulleq.data);
 	if (dq)
-	{
-		char	   *in = psprintf("IN (SELECT %s FROM (%s) b)",
-								  cv_group_hash_sql(plan, "b."), keys.data);
-
-		mrows = psprintf("(SELECT * FROM %s m0 WHERE %s %s)", mq, cv_group_hash_sql(plan, "m0."), in);
-		drows = psprintf("(SELECT * FROM %s d0 WHERE %s %s)", dq, cv_group_hash_sql(plan, "d0."), in);
-	}
-	else
-	{
-		StringInfoData match;
-
-		initStringInfo(&match);
-		foreach(lk, plan->keys)
-		{
-			CVKey	   *key = lfirst(lk);
-			const char *k = quote_identifier(key->colname);
-			TypeCacheEntry *tce = lookup_type_cache(key->type, TYPECACHE_EQ_OPR);
-
-			if (!OidIsValid(tce->eq_opr))
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_FUNCTION),
-						 errmsg("changes = true needs an equality operator for the GROUP BY key of type %s",
-								format_type_be(key->type))));
-			appendStringInfo(&match, " AND (m0.%s %s b.%s OR (m0.%s IS NULL AND b.%s IS NULL))",
-							 k, operator_sql(tce->eq_opr), k, k, k);
-		}
-		mrows = psprintf("(SELECT * FROM %s m0 WHERE EXISTS (SELECT FROM (%s) b WHERE true%s))",
-						 mq, keys.data, match.data);
-	}
-	return psprintf("SELECT r::%s AS r FROM (%s) r", qualified_name(viewid),
-					window_view_select_sql(plan, cat.matrelid, mrows, drows));
+		drows = psprintf(", stream_ext_d AS MATERIALIZED (SELECT t.* FROM %s t WHERE EXISTS (SELECT FROM stream_ext_b b WHERE %s)"
+						 " UNION ALL SELECT t.* FROM %s t WHERE (%s) AND EXISTS (SELECT FROM stream_ext_b b WHERE %s))",
+						 dq, eq.data, dq, anynull.data, nulleq.data);
+	return psprintf("WITH %s%s SELECT r::%s AS r FROM (%s) r", mrows, drows ? drows : "",
+					qualified_name(viewid),
+					window_view_select_sql(plan, cat.matrelid, "stream_ext_m",
+										   drows ? "stream_ext_d" : NULL));
 }
 
 /*
@@ -655,6 +661,7 @@ changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt)
 	}
 	if (!whole_view && row.states_sql)
 		ci->states_sql = pstrdup(row.states_sql);
+	ci->keep_plans = !whole_view;
 	ci->insert_sql = buf.data;
 	MemoryContextSwitchTo(old);
 	return ci;
@@ -662,9 +669,47 @@ changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt)
 
 /* ---- per batch ------------------------------------------------------------ */
 
+/*
+ * Run sql: by a plan kept in *plan (prepared at the first batch) when ci
+ * keeps plans (a batch trigger's entry), else planned for this once.
+ */
+static int
+run_statement(ChangesInfo *ci, SPIPlanPtr *plan, const char *sql, int nargs,
+			  Oid *argtypes, Datum *args, const char *nulls)
+{
+	if (!ci->keep_plans)
+		return SPI_execute_with_args(sql, nargs, argtypes, args, nulls, false, 0);
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "stream_ext: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		*plan = p;
+	}
+	return SPI_execute_plan(*plan, args, nulls, false, 0);
+}
+
+/* the plans ci keeps; ci itself is in its entry's memory */
+void
+changes_release(ChangesInfo *ci)
+{
+	if (ci == NULL)
+		return;
+	if (ci->old_plan)
+		SPI_freeplan(ci->old_plan);
+	if (ci->states_plan)
+		SPI_freeplan(ci->states_plan);
+	if (ci->insert_plan)
+		SPI_freeplan(ci->insert_plan);
+	ci->old_plan = ci->states_plan = ci->insert_plan = NULL;
+}
+
 /* run sql outside the materialize scope */
 static void
-run_outside_materialize(const char *sql, int nargs, Oid *argtypes, Datum *args,
+run_outside_materialize(ChangesInfo *ci, SPIPlanPtr *plan, const char *sql,
+						int nargs, Oid *argtypes, Datum *args,
 						const char *nulls, int expected, const char *what)
 {
 	int			depth = se_materialize_suspend();
@@ -672,7 +717,7 @@ run_outside_materialize(const char *sql, int nargs, Oid *argtypes, Datum *args,
 
 	PG_TRY();
 	{
-		rc = SPI_execute_with_args(sql, nargs, argtypes, args, nulls, false, 0);
+		rc = run_statement(ci, plan, sql, nargs, argtypes, args, nulls);
 	}
 	PG_FINALLY();
 	{
@@ -692,7 +737,7 @@ changes_begin_batch(ChangesInfo *ci)
 	bool		isnull;
 
 	LockRelationOid(ci->viewid, ExclusiveLock);
-	run_outside_materialize(ci->old_sql, 0, NULL, NULL, NULL, SPI_OK_SELECT,
+	run_outside_materialize(ci, &ci->old_plan, ci->old_sql, 0, NULL, NULL, NULL, SPI_OK_SELECT,
 							"reading a view's rows before its batch");
 	ci->old = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	ci->old_isnull = isnull;
@@ -703,7 +748,7 @@ changes_begin_batch(ChangesInfo *ci)
 	ci->states_isnull = true;
 	if (ci->states_sql)
 	{
-		int			rc = SPI_execute(ci->states_sql, false, 0);
+		int			rc = run_statement(ci, &ci->states_plan, ci->states_sql, 0, NULL, NULL, NULL);
 
 		spi_check(rc, SPI_OK_SELECT, "aggregating a batch's partial states");
 		ci->states = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -743,7 +788,7 @@ changes_end_batch(ChangesInfo *ci)
 	args[1] = Int64GetDatum(next_change_seq());
 	args[2] = ci->states;
 	nulls[2] = ci->states_isnull ? 'n' : ' ';
-	run_outside_materialize(ci->insert_sql, 3, argtypes, args, nulls, SPI_OK_INSERT,
+	run_outside_materialize(ci, &ci->insert_plan, ci->insert_sql, 3, argtypes, args, nulls, SPI_OK_INSERT,
 							"appending to a view's change stream");
 }
 

@@ -8,6 +8,7 @@
 #ifndef STREAM_EXT_CHANGES_H
 #define STREAM_EXT_CHANGES_H
 
+#include "executor/spi.h"
 #include "query/analyze.h"
 
 /* a view's change stream, as its batch trigger keeps it (in its entry's memory) */
@@ -19,6 +20,11 @@ typedef struct ChangesInfo
 	char	   *old_sql;		/* the touched groups' rows, as one array */
 	char	   *insert_sql;		/* the changes into the change stream */
 	char	   *states_sql;		/* the batch's partial states, or NULL */
+	bool		keep_plans;		/* a batch trigger's: plans kept, freed by
+								 * changes_release() */
+	SPIPlanPtr	old_plan;
+	SPIPlanPtr	states_plan;
+	SPIPlanPtr	insert_plan;
 	/* of the batch at hand */
 	Datum		old;
 	bool		old_isnull;
@@ -48,6 +54,7 @@ extern void changes_alter(Oid viewid, bool enable);
 extern ChangesInfo *changes_lookup(Oid viewid, bool whole_view, MemoryContext cxt);
 extern void changes_begin_batch(ChangesInfo *ci);
 extern void changes_end_batch(ChangesInfo *ci);
+extern void changes_release(ChangesInfo *ci);
 
 /* the key and value columns of change stream streamid; false if it is none */
 extern bool changes_stream_columns(Oid streamid, List **keys, List **values);

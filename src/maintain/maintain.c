@@ -474,6 +474,16 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 	return groups;
 }
 
+/* what a view keeps besides its entry's plans: its change stream's plans */
+static void
+maint_release(SeBatchEntry *entry)
+{
+	MaintView  *view = entry->kind;
+
+	if (view)
+		changes_release(view->changes);
+}
+
 static const SeBatchOps maint_ops = {
 	.name = "stream_ext.maintain()",
 	.argument = "the materialization",
@@ -481,6 +491,7 @@ static const SeBatchOps maint_ops = {
 	.admit = maint_admit,
 	.prepare = maint_prepare,
 	.run = maint_run,
+	.release = maint_release,
 	.materialize = true,
 	.plan_rows = MAINT_PLAN_ROWS,
 	.invalid_kind = "continuous view",
@@ -1089,7 +1100,13 @@ views_release(SeBatchEntry *entry)
 	if (views == NULL)
 		return;
 	foreach(lc, views->units)
-		se_batch_forget_plans(lfirst(lc));
+	{
+		SeBatchEntry *unit = lfirst(lc);
+
+		if (unit->ops->release)
+			unit->ops->release(unit);
+		se_batch_forget_plans(unit);
+	}
 }
 
 static const SeBatchOps views_ops = {

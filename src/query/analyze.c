@@ -1395,13 +1395,6 @@ group_hash(CVPlan *plan, const char *prefix)
 	return buf.data;
 }
 
-/* group_hash() for others: the rows of given groups (maintain/changes.c) */
-char *
-cv_group_hash_sql(CVPlan *plan, const char *prefix)
-{
-	return group_hash(plan, prefix);
-}
-
 /*
  * The index of a materialization that appends on its group hash, or NULL
  * when the hash is stored (wide keys: the unique index is on it) or the
