@@ -681,7 +681,8 @@ run_statement(ChangesInfo *ci, SPIPlanPtr *plan, const char *sql, int nargs,
 		return SPI_execute_with_args(sql, nargs, argtypes, args, nulls, false, 0);
 	if (*plan == NULL)
 	{
-		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
+		/* one generic plan: the parameters are row sets, not selective values */
+		SPIPlanPtr	p = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 		if (p == NULL)
 			elog(ERROR, "stream_ext: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
