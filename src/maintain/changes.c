@@ -16,10 +16,12 @@
  *	  (maintain.c, maint_run()) calls changes_begin_batch() before its
  *	  statements and changes_end_batch() after them.  The first takes an
  *	  ExclusiveLock on the view (writers of the view's stream wait for each
- *	  other until commit; readers do not wait) and reads the view's rows of
- *	  the groups the batch touches (the batch's GROUP BY keys over the
- *	  transition table, cv_batch_agg_parts()) as one array of the view's
- *	  row type; the second reads the same groups again and appends one row
+ *	  other until commit; readers do not wait), reads the view's rows of
+ *	  the groups the batch touches as one array of the view's row type (the
+ *	  view's own SELECT over its materialization and delta restricted to
+ *	  the batch's GROUP BY keys, rows_of_batch_sql()) and aggregates the
+ *	  batch's partial states; the second reads the same groups again and
+ *	  appends one row
  *	  per group whose row changed: 'insert' (no old row), 'update' or
  *	  'delete' (no new row: HAVING, TTL), with change_seq drawn from
  *	  stream_ext.change_seq under the lock.  Because the lock is held to
