@@ -141,6 +141,19 @@ SELECT count(*) FROM sold_changes;
 -- nor through a continuous view of its own
 CREATE VIEW spy WITH (continuous) AS SELECT item, count(*) FROM sold_changes GROUP BY item;
 RESET ROLE;
+-- later GRANT and REVOKE of SELECT on the view are followed
+SET ROLE chg_owner;
+GRANT SELECT ON sold TO chg_other;
+REVOKE SELECT ON sold FROM chg_reader;
+RESET ROLE;
+SELECT grantee, privilege_type FROM information_schema.role_table_grants
+ WHERE table_name = 'sold_changes' AND grantee LIKE 'chg_%' ORDER BY 1, 2;
+SET ROLE chg_other;
+SELECT count(*) AS other_reads FROM sold_changes;
+RESET ROLE;
+SET ROLE chg_reader;
+SELECT count(*) FROM sold_changes;
+RESET ROLE;
 -- ALTER VIEW is the owner's
 SET ROLE chg_reader;
 ALTER VIEW sold SET (changes = false);

@@ -78,6 +78,19 @@ PG_FUNCTION_INFO_V1(stream_ext_changes);
 
 #define CHANGES_TABLE "change_streams"
 
+/* the change stream of view viewid (InvalidOid: none); keys etc. if asked */
+typedef struct ChangesRow
+{
+	Oid			streamid;
+	List	   *keys;
+	List	   *values;
+	char	   *rows_sql;
+	char	   *states_sql;
+	char	   *states_defs;
+	List	   *states;
+} ChangesRow;
+
+static bool read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt);
 static char *rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts);
 static char *operator_sql(Oid opid);
 
@@ -190,6 +203,70 @@ text_array(List *names)
 		elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
 	return PointerGetDatum(construct_array(elems, list_length(names), TEXTOID, -1, false,
 										   TYPALIGN_INT));
+}
+
+/*
+ * SELECT on change stream csid follows view viewid's: granted to the roles
+ * (and PUBLIC) holding SELECT on the view, revoked from the others.  As the
+ * owner of both (the caller switched to it); SPI connected.
+ */
+static void
+sync_grants(Oid viewid, Oid csid)
+{
+	const char *acl = "SELECT g.grantee FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) g"
+		" WHERE c.oid = %u AND g.privilege_type = 'SELECT' AND g.grantee <> c.relowner";
+	const char *who = "CASE WHEN grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident("
+		"(SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid = grantee)) END";
+	char	   *csq = qualified_name(csid);
+	int			rc;
+
+	rc = SPI_execute(psprintf("WITH vg AS (%s), cg AS (%s)"
+							  " SELECT 'GRANT SELECT ON %s TO ' || %s FROM vg"
+							  " WHERE grantee NOT IN (SELECT grantee FROM cg)"
+							  " UNION ALL SELECT 'REVOKE SELECT ON %s FROM ' || %s FROM cg"
+							  " WHERE grantee NOT IN (SELECT grantee FROM vg)",
+							  psprintf(acl, viewid), psprintf(acl, csid),
+							  csq, who, csq, who),
+					 false, 0);
+	spi_check(rc, SPI_OK_SELECT, "reading the view's grants");
+	{
+		SPITupleTable *tt = SPI_tuptable;
+		uint64		n = SPI_processed;
+
+		for (uint64 i = 0; i < n; i++)
+			spi_check(SPI_execute(SPI_getvalue(tt->vals[i], tt->tupdesc, 1), false, 0),
+					  SPI_OK_UTILITY, "following the view's grants");
+	}
+}
+
+/*
+ * GRANT or REVOKE on tables and views (utility.c, after PostgreSQL ran it):
+ * the change streams of the views among them follow.
+ */
+void
+changes_follow_grant(GrantStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->objtype != OBJECT_TABLE || stmt->targtype != ACL_TARGET_OBJECT)
+		return;
+	CommandCounterIncrement();
+	foreach(lc, stmt->objects)
+	{
+		Oid			relid = RangeVarGetRelid(lfirst_node(RangeVar, lc), NoLock, true);
+		ChangesRow	row;
+		SeRunAs		runas;
+
+		if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_VIEW ||
+			!read_changes_row(relid, false, &row, CurrentMemoryContext))
+			continue;
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		se_run_as_role(&runas, se_relation_owner(relid));
+		sync_grants(relid, row.streamid);
+		se_restore(&runas);
+		SPI_finish();
+	}
 }
 
 /*
@@ -311,23 +388,7 @@ changes_create(Oid viewid, CVPlan *plan)
 					 false, 0);
 	spi_check(rc, SPI_OK_SELECT, "creating the change stream");
 	csid = get_relname_relid(name, nspid);
-	rc = SPI_execute(psprintf("SELECT CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END"
-							  " FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) g"
-							  " LEFT JOIN pg_catalog.pg_roles r ON r.oid = g.grantee"
-							  " WHERE c.oid = %u AND g.privilege_type = 'SELECT' AND g.grantee <> c.relowner",
-							  viewid),
-					 false, 0);
-	spi_check(rc, SPI_OK_SELECT, "reading the view's grants");
-	{
-		SPITupleTable *tt = SPI_tuptable;
-		uint64		n = SPI_processed;
-
-		for (uint64 i = 0; i < n; i++)
-			spi_check(SPI_execute(psprintf("GRANT SELECT ON %s TO %s", csq,
-										   SPI_getvalue(tt->vals[i], tt->tupdesc, 1)),
-								  false, 0),
-					  SPI_OK_UTILITY, "granting SELECT on the change stream");
-	}
+	sync_grants(viewid, csid);
 	spi_check(SPI_execute(psprintf("COMMENT ON TABLE %s IS %s", csq,
 								   quote_literal_cstr(psprintf("change stream of continuous view %s",
 															   qualified_name(viewid)))),
@@ -366,17 +427,6 @@ changes_create(Oid viewid, CVPlan *plan)
 	CacheInvalidateRelcacheByRelid(viewid);
 }
 
-/* the change stream of view viewid (InvalidOid: none); keys etc. if asked */
-typedef struct ChangesRow
-{
-	Oid			streamid;
-	List	   *keys;
-	List	   *values;
-	char	   *rows_sql;
-	char	   *states_sql;
-	char	   *states_defs;
-	List	   *states;
-} ChangesRow;
 
 static List *
 text_array_list(Datum d)

@@ -56,6 +56,9 @@ extern void changes_begin_batch(ChangesInfo *ci);
 extern void changes_end_batch(ChangesInfo *ci);
 extern void changes_release(ChangesInfo *ci);
 
+/* after GRANT/REVOKE: change streams follow their views' SELECT grants */
+extern void changes_follow_grant(GrantStmt *stmt);
+
 /* the key and value columns of change stream streamid; false if it is none */
 extern bool changes_stream_columns(Oid streamid, List **keys, List **values);
 
