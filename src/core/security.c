@@ -224,3 +224,23 @@ se_materializing(void)
 {
 	return materialize_depth > 0;
 }
+
+/*
+ * Leave the materialize scope for a while (returns what se_materialize_resume()
+ * needs): statements whose triggers run user work -- a view's inserts into
+ * its change stream (maintain/changes.c) -- must not run inside it.
+ */
+int
+se_materialize_suspend(void)
+{
+	int			depth = materialize_depth;
+
+	materialize_depth = 0;
+	return depth;
+}
+
+void
+se_materialize_resume(int depth)
+{
+	materialize_depth = depth;
+}

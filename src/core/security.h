@@ -59,5 +59,7 @@ extern void se_unpin_settings(int nestlevel);
 extern void se_materialize_begin(void);
 extern void se_materialize_end(void);
 extern bool se_materializing(void);
+extern int	se_materialize_suspend(void);
+extern void se_materialize_resume(int depth);
 
 #endif							/* STREAM_EXT_SECURITY_H */

@@ -64,6 +64,7 @@
 #include "ddl/create_view.h"
 #include "ddl/replace_view.h"
 #include "ddl/view_options.h"
+#include "maintain/changes.h"
 #include "maintain/maintain.h"
 #include "query/analyze.h"
 #include "query/joins.h"
@@ -383,7 +384,10 @@ create_analyze(ViewBuild *cv, const char *queryString)
 	/* CREATE OR REPLACE of an existing continuous view (ddl/replace_view.c) */
 	replace_begin(cv->stmt, &cv->replace);
 	if (cv->replace.replacing)
+	{
 		rollup_check_replace(RangeVarGetRelid(cv->stmt->view, NoLock, true));
+		changes_refuse_replace(cv->replace.viewid);
+	}
 	cv->nspid = create_namespace(cv->stmt, cv->replace.replacing);
 	cv->nspname = get_namespace_name(cv->nspid);
 }

@@ -33,8 +33,9 @@
 #include "ddl/replace_view.h"
 #include "ddl/restore.h"
 #include "ddl/utility.h"
-#include "kafka/replay.h"
 #include "housekeeping/retention.h"
+#include "kafka/replay.h"
+#include "maintain/changes.h"
 #include "maintain/maintain.h"
 #include "storage/discard_am.h"
 
@@ -331,6 +332,7 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		drops = false;
 	CreateTrigStmt *trigger = NULL;
+	GrantStmt  *grant = NULL;
 	bool		schedule;
 
 	/* the pg_cron job of stream_ext.run_maintenance() (housekeeping/retention.c) */
@@ -395,6 +397,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	else if (IsA(parsetree, CreateTrigStmt) &&
 			 is_stream_ext_trigger_function(((CreateTrigStmt *) parsetree)->funcname))
 		trigger = (CreateTrigStmt *) parsetree;
+	else if (IsA(parsetree, GrantStmt))
+		grant = (GrantStmt *) parsetree;
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
@@ -418,6 +422,10 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		if (OidIsValid(relid))
 			(void) ddl_restore_dependencies(relid);
 	}
+
+	/* change streams follow their views' grants (maintain/changes.c) */
+	if (grant && stream_ext_installed())
+		changes_follow_grant(grant);
 
 	if (schedule)
 		retention_utility_after();

@@ -31,6 +31,7 @@
 
 #include "core/catalog.h"
 #include "ddl/view_options.h"
+#include "maintain/changes.h"
 #include "windows/windows.h"
 
 typedef struct ViewOptionModule
@@ -53,7 +54,8 @@ typedef enum ViewOptionModuleId
 	MOD_LATENESS,
 	MOD_RETENTION,
 	MOD_OUTPUT,
-	MOD_BACKFILL
+	MOD_BACKFILL,
+	MOD_CHANGES
 } ViewOptionModuleId;
 
 typedef struct ViewOption
@@ -314,6 +316,39 @@ backfill_prepare_options(CVOptions *vo, CVPlan *plan, Query *query)
 					 vo->lateness.enabled);
 }
 
+/* ---- maintain/changes.c: changes --------------------------------------- */
+
+static List *
+changes_parse(List *defs, CVOptions *vo)
+{
+	return changes_take_options(defs, &vo->changes);
+}
+
+static void
+changes_check(CVOptions *vo, CVPlan *plan)
+{
+	if (vo->changes)
+		changes_validate(plan, vo->session.enabled, vo->lateness.enabled);
+}
+
+/* the change stream, starting with the backfilled rows */
+static void
+changes_after_backfill(CVOptions *vo, ViewObjects *obj)
+{
+	if (vo->changes)
+	{
+		changes_create(obj->viewid, obj->plan);
+		changes_snapshot(obj->viewid);
+	}
+}
+
+/* makes or drops the change stream, not a catalog value only */
+static void
+alter_changes(Oid viewid, const char *viewname, DefElem *def, bool reset)
+{
+	changes_alter(viewid, !reset && defGetBoolean(def));
+}
+
 /* ---- the tables ---------------------------------------------------------- */
 
 /*
@@ -335,6 +370,8 @@ static const ViewOptionModule modules[] = {
 	[MOD_OUTPUT] = {"output", output_parse, NULL, NULL, output_record, NULL, NULL},
 	/* the backfill itself and the replay's record: ddl/create_view.c */
 	[MOD_BACKFILL] = {"backfill", backfill_parse, NULL, backfill_prepare_options, NULL, NULL, NULL},
+	/* last: its snapshot of the view follows every other module's backfill */
+	[MOD_CHANGES] = {"changes", changes_parse, changes_check, NULL, NULL, NULL, changes_after_backfill},
 };
 
 /* every option; the errhint of an unknown one lists them in this order */
@@ -352,6 +389,7 @@ static const ViewOption options[] = {
 	{"notify", MOD_OUTPUT, true, alter_notify},
 	{"backfill", MOD_BACKFILL, false, NULL},
 	{"backfill_from", MOD_BACKFILL, false, NULL},
+	{"changes", MOD_CHANGES, false, alter_changes},
 };
 
 static const ViewOption *
@@ -409,7 +447,7 @@ view_options_check_kind(CVOptions *vo, bool transform)
 	if (transform && vo->view_only)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("window, session, lateness and ttl options are not supported for continuous transforms"),
+				 errmsg("window, session, lateness, ttl and changes options are not supported for continuous transforms"),
 				 errdetail("A view without aggregates or GROUP BY is a continuous transform.")));
 	/* output_stream without emit (lateness.c takes it with emit) */
 	if (!transform && vo->output_stream)

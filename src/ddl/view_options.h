@@ -29,6 +29,7 @@ typedef struct CVOptions
 	char	   *output_stream;	/* transforms only: the stream to append to */
 	char	   *notify;			/* channel to NOTIFY once per batch, or NULL */
 	BackfillSpec backfill;		/* backfill, backfill_from (kafka/replay.c) */
+	bool		changes;		/* a change stream (maintain/changes.c) */
 	bool		view_only;		/* an option a continuous transform refuses */
 } CVOptions;
 

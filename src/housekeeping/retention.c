@@ -72,6 +72,7 @@
 #include "core/util.h"
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
+#include "maintain/changes.h"
 #include "storage/discard_am.h"
 #include "windows/windows.h"
 
@@ -365,12 +366,20 @@ view_task_ttl(ViewWork *view)
 	Datum		values[1];
 	bool		isnull;
 	int			rc;
+	int64		removed;
+	/* changes = true: expired groups are 'delete' changes (maintain/changes.c) */
+	ChangesInfo *changes = changes_lookup(view->viewid, true, CurrentMemoryContext);
 
+	if (changes)
+		changes_begin_batch(changes);
 	values[0] = view->ttl;
 	rc = SPI_execute_with_args(view->ttl_sql, 1, argtypes, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "stream_ext: TTL statement failed: %s", SPI_result_code_string(rc));
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	removed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (changes && removed > 0)
+		changes_end_batch(changes);
+	return removed;
 }
 
 /* expired buckets of a sliding window (the statement windows/windows.c records) */

@@ -53,6 +53,7 @@
 #include "core/util.h"
 #include "kafka/decode.h"
 #include "kafka/sink.h"
+#include "maintain/changes.h"
 #include "maintain/trigger.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_create_kafka_sink);
@@ -67,7 +68,7 @@ PG_FUNCTION_INFO_V1(stream_ext_kafka_sink_worker_stats);
 #define SINK_FETCH_ROWS		1000	/* trigger's cursor fetch size */
 
 #define SINK_OPTION_KEYS_HINT \
-	"Known options: batch_size, poll_interval_ms, columns, kafka; keys " \
+	"Known options: batch_size, poll_interval_ms, columns, emit, kafka; keys " \
 	"containing a dot are librdkafka properties."
 
 KafkaSinkShared *kafka_sink_shared = NULL;
@@ -117,6 +118,17 @@ sink_option(const char *key, JsonbValue *v, void *arg)
 		opts->batch_size = (int) kafka_opt_int(v, &kafka_sink_kind, key);
 	else if (strcmp(key, "poll_interval_ms") == 0)
 		opts->poll_interval_ms = (int) kafka_opt_int(v, &kafka_sink_kind, key);
+	else if (strcmp(key, "emit") == 0)
+	{
+		if (v->type != jbvString ||
+			strncmp(v->val.string.val, "changes", v->val.string.len) != 0 ||
+			v->val.string.len != strlen("changes"))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"emit\" of a Kafka sink must be \"changes\""),
+					 errhint("\"emit\": \"changes\" publishes a view's change stream keyed by group, deletions as tombstones.")));
+		opts->emit_changes = true;
+	}
 	else if (strcmp(key, "columns") == 0)
 	{
 		opts->columns = kafka_opt_names(v, key);
@@ -168,6 +180,13 @@ kafka_sink_build_conf(const char *brokers, const KafkaSinkOptions *opts, Oid rol
 	if (!kafka_property_given(opts->kafka_keys, "linger.ms") &&
 		!kafka_property_given(opts->kafka_keys, "queue.buffering.max.ms"))
 		kafka_conf_set(conf, "linger.ms", "5");
+	/*
+	 * "emit": "changes": every message of a group to one partition, also
+	 * for an empty key (a NULL group key in csv, a view without GROUP BY),
+	 * which consistent_random would scatter; murmur2 is the Java client's.
+	 */
+	if (opts->emit_changes && !kafka_property_given(opts->kafka_keys, "partitioner"))
+		kafka_conf_set(conf, "partitioner", "murmur2");
 	return conf;
 }
 
@@ -238,6 +257,96 @@ column_text(const char *col)
 	return psprintf("(n.%s)::text", quote_identifier(col));
 }
 
+/* one RFC 4180 line of the text values exprs: quoted when they hold a quote, comma or line break; NULL is empty */
+static void
+append_csv_line(StringInfo sql, List *exprs)
+{
+	ListCell   *lc;
+
+	foreach(lc, exprs)
+	{
+		char	   *x = lfirst(lc);
+
+		if (lc != list_head(exprs))
+			appendStringInfoString(sql, " || ',' || ");
+		appendStringInfo(sql,
+						 "CASE WHEN %s IS NULL THEN '' "
+						 "WHEN %s = '' OR %s ~ E'[\",\\\\r\\\\n]' "
+						 "THEN '\"' || replace(%s, '\"', '\"\"') || '\"' "
+						 "ELSE %s END",
+						 x, x, x, x, x);
+	}
+}
+
+/* the JSON object (text) of the columns of n named names, as names[i] AS as[i] */
+static void
+append_json_object(StringInfo sql, List *names, List *as)
+{
+	ListCell   *lc;
+	ListCell   *la;
+
+	appendStringInfoString(sql, "(SELECT row_to_json(r)::text FROM (SELECT ");
+	forboth(lc, names, la, as)
+		appendStringInfo(sql, "%sn.%s AS %s", lc != list_head(names) ? ", " : "",
+						 quote_identifier(lfirst(lc)), quote_identifier(lfirst(la)));
+	appendStringInfoString(sql, ") r)");
+}
+
+/*
+ * "emit": "changes" over change stream streamid (maintain/changes.c): the
+ * key is the group's key columns, the payload the group's new row (keys
+ * and new_ values, named as the view's columns), NULL -- a tombstone --
+ * for a deletion.  ereports if streamid is no change stream or format is
+ * text.
+ */
+static char *
+build_changes_payload_sql(Oid streamid, int format, const char *newtable)
+{
+	List	   *keys;
+	List	   *values;
+	List	   *newcols = NIL;
+	List	   *exprs = NIL;
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (!changes_stream_columns(streamid, &keys, &values))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"emit\": \"changes\" needs the change stream of a continuous view, not \"%s\"",
+						get_rel_name(streamid)),
+				 errhint("Give the view one with ALTER VIEW v SET (changes = true), and sink stream_ext.changes('v').")));
+	if (format == SINK_FORMAT_TEXT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"emit\": \"changes\" publishes format \"json\" or \"csv\", not \"text\"")));
+	foreach(lc, values)
+		newcols = lappend(newcols, psprintf("new_%s", (char *) lfirst(lc)));
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	if (format == SINK_FORMAT_JSON)
+		append_json_object(&sql, keys, keys);
+	else
+	{
+		foreach(lc, keys)
+			exprs = lappend(exprs, column_text(lfirst(lc)));
+		if (exprs == NIL)
+			appendStringInfoString(&sql, "''");
+		else
+			append_csv_line(&sql, exprs);
+	}
+	appendStringInfoString(&sql, " AS key, CASE WHEN n.change_op = 'delete' THEN NULL ELSE ");
+	if (format == SINK_FORMAT_JSON)
+		append_json_object(&sql, list_concat_copy(keys, newcols), list_concat_copy(keys, values));
+	else
+	{
+		foreach(lc, newcols)
+			exprs = lappend(exprs, column_text(lfirst(lc)));
+		append_csv_line(&sql, exprs);
+	}
+	appendStringInfo(&sql, " END AS payload FROM %s n", quote_identifier(newtable));
+	return sql.data;
+}
+
 /*
  * The SELECT producing (key text, payload text) for every row of the
  * transition table, in its order.
@@ -266,20 +375,11 @@ build_payload_sql(int format, const char *key_column, List *cols,
 	}
 	else if (format == SINK_FORMAT_CSV)
 	{
-		/* RFC 4180: quote fields holding a quote, comma or line break; NULL is empty */
-		foreach(lc, cols)
-		{
-			char	   *x = column_text(lfirst(lc));
+		List	   *exprs = NIL;
 
-			if (lc != list_head(cols))
-				appendStringInfoString(&sql, " || ',' || ");
-			appendStringInfo(&sql,
-							 "CASE WHEN %s IS NULL THEN '' "
-							 "WHEN %s = '' OR %s ~ E'[\",\\\\r\\\\n]' "
-							 "THEN '\"' || replace(%s, '\"', '\"\"') || '\"' "
-							 "ELSE %s END",
-							 x, x, x, x, x);
-		}
+		foreach(lc, cols)
+			exprs = lappend(exprs, column_text(lfirst(lc)));
+		append_csv_line(&sql, exprs);
 		appendStringInfo(&sql, " AS payload FROM %s n", quote_identifier(newtable));
 	}
 	else
@@ -295,8 +395,21 @@ static void
 validate_sink_columns(Oid stream, int format, const char *key_column,
 					  const KafkaSinkOptions *opts)
 {
-	Relation	rel = relation_open(stream, AccessShareLock);
-	List	   *cols = payload_columns(rel, opts->columns);
+	Relation	rel;
+	List	   *cols;
+
+	if (opts->emit_changes)
+	{
+		if (key_column || opts->columns)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"emit\": \"changes\" takes no key_column and no option \"columns\""),
+					 errdetail("The key is the view's group key, the payload its new row.")));
+		(void) build_changes_payload_sql(stream, format, SINK_NEW_TABLE);
+		return;
+	}
+	rel = relation_open(stream, AccessShareLock);
+	cols = payload_columns(rel, opts->columns);
 
 	if (key_column && get_attnum(stream, key_column) == InvalidAttrNumber)
 		ereport(ERROR,
@@ -621,9 +734,16 @@ sink_admit(SeBatchEntry *entry, TriggerData *trigdata)
 		char	   *sql;
 
 		kafka_sink_parse_options(options, &opts);
-		cols = payload_columns(trigdata->tg_relation, opts.columns);
-		sql = build_payload_sql(sink_parse_format(format), key_column, cols,
-								trigdata->tg_trigger->tgnewtable);
+		if (opts.emit_changes)
+			sql = build_changes_payload_sql(RelationGetRelid(trigdata->tg_relation),
+											sink_parse_format(format),
+											trigdata->tg_trigger->tgnewtable);
+		else
+		{
+			cols = payload_columns(trigdata->tg_relation, opts.columns);
+			sql = build_payload_sql(sink_parse_format(format), key_column, cols,
+									trigdata->tg_trigger->tgnewtable);
+		}
 		se_batch_forget_plans(entry);
 		sink->parsed = false;
 		old = MemoryContextSwitchTo(entry->cxt);

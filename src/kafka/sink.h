@@ -34,6 +34,8 @@ typedef struct KafkaSinkOptions
 	List	   *columns;		/* explicit payload columns (char *), or NIL */
 	List	   *kafka_keys;		/* librdkafka property names (char *) */
 	List	   *kafka_values;	/* parallel: values (char *) */
+	bool		emit_changes;	/* "emit": "changes": a change stream, keyed
+								 * by group, deletions as tombstones */
 } KafkaSinkOptions;
 
 /* passed to a sink worker in bgw_extra */

@@ -61,6 +61,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "maintain/changes.h"
 #include "maintain/compact.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
@@ -258,6 +259,7 @@ typedef struct MaintView
 	ViewCatalogEntry cat;
 	TimestampTz next_expiry;	/* sliding windows: see windows/windows.c */
 	LatenessInfo *lateness;		/* allowed_lateness: see windows/lateness.c */
+	ChangesInfo *changes;		/* changes = true: see maintain/changes.c */
 } MaintView;
 
 /* ---- row-level security ------------------------------------------------ */
@@ -365,6 +367,7 @@ maint_fill(SeBatchEntry *entry, MaintView *view, bool lateness_read)
 		catalog_read_latest_begin();
 		view->lateness = lateness_lookup(view->cat.viewid, entry->cxt);
 		catalog_read_latest_end();
+		view->changes = changes_lookup(view->cat.viewid, false, entry->cxt);
 	}
 	entry->error_context = view_error_context(entry->cxt, list_make1(view));
 }
@@ -461,6 +464,8 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 		params[0] = TimestampTzGetDatum(wm);
 		nulls[0] = wm_isnull ? 'n' : ' ';
 	}
+	if (view->changes)
+		changes_begin_batch(view->changes);
 	foreach(lc, entry->plans)
 	{
 		int			rc = SPI_execute_plan(lfirst(lc), params, nulls, false, 0);
@@ -474,7 +479,19 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 		lateness_end_batch(view->lateness, wm, wm_isnull);
 	compact_after_batch(&view->cat);
 	window_expire_opportunistic(&view->cat, &view->next_expiry);
+	if (view->changes)
+		changes_end_batch(view->changes);
 	return groups;
+}
+
+/* what a view keeps besides its entry's plans: its change stream's plans */
+static void
+maint_release(SeBatchEntry *entry)
+{
+	MaintView  *view = entry->kind;
+
+	if (view)
+		changes_release(view->changes);
 }
 
 static const SeBatchOps maint_ops = {
@@ -484,6 +501,7 @@ static const SeBatchOps maint_ops = {
 	.admit = maint_admit,
 	.prepare = maint_prepare,
 	.run = maint_run,
+	.release = maint_release,
 	.materialize = true,
 	.plan_rows = MAINT_PLAN_ROWS,
 	.invalid_kind = "continuous view",
@@ -912,6 +930,10 @@ group_views(Oid streamid, List *own, MemoryContext cxt, List **plans, List **rel
 		catalog_read_latest_end();
 		key = NULL;
 		plan = share_plan(view, cxt, &key);
+		/* a view with a change stream runs alone (maint_run()) */
+		view->changes = changes_lookup(cat->viewid, false, cxt);
+		if (view->changes)
+			key = NULL;
 		foreach(lk, keys)
 		{
 			if (key && lfirst(lk) && strcmp(lfirst(lk), key) == 0)
@@ -1089,7 +1111,13 @@ views_release(SeBatchEntry *entry)
 	if (views == NULL)
 		return;
 	foreach(lc, views->units)
-		se_batch_forget_plans(lfirst(lc));
+	{
+		SeBatchEntry *unit = lfirst(lc);
+
+		if (unit->ops->release)
+			unit->ops->release(unit);
+		se_batch_forget_plans(unit);
+	}
 }
 
 static const SeBatchOps views_ops = {
