@@ -56,6 +56,7 @@
 #include "maintain/transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/stream_joins.h"
 #include "windows/lateness.h"
 #include "windows/sessions.h"
 #include "windows/windows.h"
@@ -580,6 +581,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		se_record_dependency(RelationRelationId, deltaid, RelationRelationId, viewid,
 							 DEPENDENCY_INTERNAL);
 	create_maintenance_trigger(plan.streamid, viewid, matrelid, mq);
+	/* a join of two streams: the second one's trigger too (query/stream_joins.c) */
+	if (OidIsValid(sjoin_right_stream(plan.query)))
+		create_maintenance_trigger(sjoin_right_stream(plan.query), viewid, matrelid, mq);
 	CommandCounterIncrement();
 
 	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
@@ -597,6 +601,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	window_record(&plan, viewid, matrelid, dq);
 	if (ttl.enabled)
 		retention_record(viewid, &ttl, &plan, mq, dq, auxids);
+	if (OidIsValid(sjoin_right_stream(plan.query)))
+		sjoin_create_view(&plan, viewid, mq, dq, auxids);
 
 	/* start from what the stream already holds */
 	if (lateness.enabled)

@@ -67,6 +67,7 @@
 #include "maintain/stats.h"
 #include "maintain/trigger.h"
 #include "query/analyze.h"
+#include "query/stream_joins.h"
 #include "query/combine.h"
 #include "windows/lateness.h"
 #include "windows/windows.h"
@@ -993,6 +994,7 @@ views_load(SeBatchEntry *entry, TriggerData *trigdata)
 	Relation	stream = trigdata->tg_relation;
 	MaintViews *views = MemoryContextAllocZero(entry->cxt, sizeof(MaintViews));
 	List	   *own;
+	List	   *sjoin_units;
 	List	   *groups;
 	List	   *plans;
 	bool		first;
@@ -1011,6 +1013,8 @@ views_load(SeBatchEntry *entry, TriggerData *trigdata)
 	own = views_with_own_trigger(stream, trigdata->tg_trigger->tgoid, &first);
 	if (!first)
 		return;					/* a second trigger like it does nothing */
+	/* joins of two streams run as units of their own (query/stream_joins.c) */
+	sjoin_units = sjoin_view_units(entry, entry->streamid, &own);
 	groups = group_views(entry->streamid, own, entry->cxt, &plans, &entry->more_relids);
 
 	/* a group of one view is that view's own statements */
@@ -1055,6 +1059,9 @@ views_load(SeBatchEntry *entry, TriggerData *trigdata)
 		views->units = lappend(views->units, unit);
 		MemoryContextSwitchTo(old);
 	}
+	old = MemoryContextSwitchTo(entry->cxt);
+	views->units = list_concat(views->units, sjoin_units);
+	MemoryContextSwitchTo(old);
 }
 
 static uint64

@@ -70,6 +70,7 @@
 #include "maintain/trigger.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/stream_joins.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_transform);
 
@@ -300,6 +301,17 @@ qualified_name(Oid relid)
 									  get_rel_name(relid));
 }
 
+/* the transform's SELECT (select list exprs) over source */
+static char *
+batch_select_sql(Query *query, List *ctx, const char *exprs, const char *source)
+{
+	return psprintf("SELECT %s FROM %s%s%s", exprs,
+					joins_from_sql(query, ctx, source),
+					query->jointree->quals ? " WHERE " : "",
+					query->jointree->quals ?
+					deparse_expression(query->jointree->quals, ctx, true, false) : "");
+}
+
 /* the INSERT statement of a transform, from its target's current name */
 static char *
 transform_sql(Oid target, const char *columns, const char *select_sql)
@@ -419,11 +431,7 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 		if (OidIsValid(coll) && coll != get_typcollation(type))
 			appendStringInfo(&typed, " COLLATE %s", generate_collation_name(coll));
 	}
-	select_sql = psprintf("SELECT %s FROM %s%s%s", exprs.data,
-						  joins_from_sql(query, ctx, CV_NEW_ROWS),
-						  query->jointree->quals ? " WHERE " : "",
-						  query->jointree->quals ?
-						  deparse_expression(query->jointree->quals, ctx, true, false) : "");
+	select_sql = batch_select_sql(query, ctx, exprs.data, CV_NEW_ROWS);
 
 	vq = quote_qualified_identifier(nspname, name);
 	sq = qualified_name(streamid);
@@ -465,6 +473,16 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 						 DEPENDENCY_AUTO);
 	CommandCounterIncrement();
 
+	/* a join of two streams: the second one's trigger (query/stream_joins.c) */
+	if (OidIsValid(sjoin_right_stream(query)))
+	{
+		Index		old = joins_set_batch_rti(sjoin_right_rti(query));
+		char	   *right_select = batch_select_sql(query, ctx, exprs.data, CV_NEW_ROWS);
+
+		joins_set_batch_rti(old);
+		sjoin_create_transform(query, viewid, vq, right_select);
+	}
+
 	catalog_insert_transform(viewid, streamid, outid, tableid, definition,
 							 collist.data, select_sql, opts->notify);
 
@@ -477,12 +495,9 @@ transform_create(ViewStmt *stmt, Query *query, const char *queryString,
 	if (OidIsValid(tableid))
 	{
 		SPIPlanPtr	plan;
-		char	   *sql = psprintf("/* stream_ext transform backfill */ INSERT INTO %s (%s) SELECT %s FROM %s%s%s",
-								   qualified_name(tableid), collist.data, exprs.data,
-								   joins_from_sql(query, ctx, sq),
-								   query->jointree->quals ? " WHERE " : "",
-								   query->jointree->quals ?
-								   deparse_expression(query->jointree->quals, ctx, true, false) : "");
+		char	   *sql = psprintf("/* stream_ext transform backfill */ INSERT INTO %s (%s) %s",
+								   qualified_name(tableid), collist.data,
+								   batch_select_sql(query, ctx, exprs.data, sq));
 
 		MemoryContext cxt = CurrentMemoryContext;
 
@@ -523,6 +538,7 @@ transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 	Oid			viewid;
 	TransformCatalogEntry tc;
 	MemoryContext old;
+	char	   *select_sql;
 
 	viewid = relid_from_trigger_arg(trigger->tgargs[0]);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
@@ -535,11 +551,14 @@ transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 	entry->objid = viewid;
 	entry->streamid = tc.streamid;
 	entry->relids[0] = viewid;
-	entry->relids[1] = entry->streamid;
+	entry->relids[1] = RelationGetRelid(trigdata->tg_relation);
 	entry->relids[2] = tc.targetid;
 	entry->owner = tc.owner;
+	/* the second stream of a join has its own statement (query/stream_joins.c) */
+	select_sql = sjoin_transform_select(entry, viewid, RelationGetRelid(trigdata->tg_relation));
 	/* the statement */
-	entry->kind = transform_sql(tc.targetid, tc.columns, tc.select_sql);
+	entry->kind = transform_sql(tc.targetid, tc.columns,
+								select_sql ? select_sql : tc.select_sql);
 	entry->notify = tc.notify;
 	entry->timezone = tc.timezone;
 	entry->error_context =
@@ -572,7 +591,12 @@ transform_prepare(SeBatchEntry *entry)
 static uint64
 transform_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
-	int			rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
+	int			rc;
+
+	/* a join of two streams: under the join's lock (query/stream_joins.c) */
+	if (entry->sjoin_side != SJOIN_NONE)
+		return sjoin_run_plans(entry);
+	rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
 
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: transform failed: %s", SPI_result_code_string(rc));

@@ -1,0 +1,708 @@
+/*-------------------------------------------------------------------------
+ *
+ * stream_joins.c
+ *	  Joins of two streams within a time window, in continuous views and
+ *	  transforms:
+ *
+ *		FROM a JOIN b ON a.k = b.k
+ *		 AND b.ts BETWEEN a.ts - interval '5 minutes' AND a.ts + interval '5 minutes'
+ *
+ *	  Both streams keep their raw rows (retention), so a batch of either
+ *	  side is joined with the rows the other side holds: the view's delta
+ *	  (or materialization) gets the partial aggregation of (new a JOIN
+ *	  retained b) for a batch of a, of (retained a JOIN new b) for a batch
+ *	  of b.  Every pair is counted once, by the batch of whichever of its two
+ *	  rows comes second.
+ *
+ *	  The catalog row of the view (or transform) is that of a view over a,
+ *	  with b read like a joined table: its statement is the one of a batch
+ *	  of a, run by a's trigger.  stream_ext.stream_joins keeps b and the
+ *	  statements of a batch of b, made by the same code generator with b's
+ *	  range-table entry read from the transition table and a from the stream
+ *	  (joins_set_batch_rti()).  A view's two sides are units of the views
+ *	  triggers of a and of b (sjoin_view_units(), called by
+ *	  maintain/maintain.c); a transform has the trigger stream_ext.transform()
+ *	  on both streams (maintain/transform.c asks sjoin_transform_select()).
+ *
+ *	  Concurrency.  Two transactions, one inserting a row of a, the other a
+ *	  matching row of b, must not both miss the pair (each joining its new
+ *	  row with what the other side held in its snapshot) nor both count it.
+ *	  So a batch of a side takes the join's lock, held until commit:
+ *	  RowExclusiveLock for a batch of a, ShareLock for one of b, on a lock
+ *	  object of the view (LockDatabaseObject(pg_class, view, SJOIN_LOCK)):
+ *	  batches of the same stream run concurrently, a batch of a waits for
+ *	  every transaction that maintained a batch of b and has not ended, and
+ *	  conversely.  Its statements then run with a snapshot taken after the
+ *	  lock (GetLatestSnapshot(), at any isolation level): every row of the
+ *	  other side whose batch was maintained before is committed and visible
+ *	  (or rolled back), and a row of the other side not yet maintained will
+ *	  see this batch's rows when its own batch takes the lock after we
+ *	  commit.  Rows of both sides inserted by one transaction see each other
+ *	  in the later statement.  A transaction that writes both streams in
+ *	  several statements while others do the same may deadlock (40P01,
+ *	  retried by the client like a serialization failure).
+ *
+ *	  Retention.  A row finds its partners only while the other stream holds
+ *	  them: at CREATE both streams must retain rows at least as long as the
+ *	  join's window (the largest distance in time the ON clause allows);
+ *	  streams created with retain => false are refused.
+ *
+ *	  What is refused (0A000): a stream joined to itself, outer joins of the
+ *	  two streams (a LEFT JOIN needs an emit when the window closes, not
+ *	  built), more than two streams, joins without a bounded time window.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+
+#include "core/catalog.h"
+#include "core/security.h"
+#include "core/util.h"
+#include "maintain/compact.h"
+#include "maintain/maintain.h"
+#include "maintain/privileges.h"
+#include "maintain/trigger.h"
+#include "query/joins.h"
+#include "query/stream_joins.h"
+#include "storage/discard_am.h"
+#include "windows/windows.h"
+
+/* the objsubid of the join's lock object (see the header comment) */
+#define SJOIN_LOCK 0x534a
+
+/* ---- validation ---------------------------------------------------------- */
+
+static void
+sjoin_refuse(const char *what, const char *construct, const char *detail,
+			 const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s is not supported in a %s", construct, what),
+			 detail ? errdetail("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0));
+}
+
+static bool
+contains_rti(Node *node, Index rti)
+{
+	if (IsA(node, RangeTblRef))
+		return ((RangeTblRef *) node)->rtindex == (int) rti;
+	if (IsA(node, JoinExpr))
+		return contains_rti(((JoinExpr *) node)->larg, rti) ||
+			contains_rti(((JoinExpr *) node)->rarg, rti);
+	return false;
+}
+
+/* the conjuncts of qual, nested ANDs (BETWEEN) flattened */
+static List *
+conjuncts(Node *qual)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	if (qual == NULL)
+		return NIL;
+	if (is_andclause(qual))
+	{
+		foreach(lc, ((BoolExpr *) qual)->args)
+			result = list_concat(result, conjuncts(lfirst(lc)));
+		return result;
+	}
+	if (IsA(qual, List))
+	{
+		foreach(lc, (List *) qual)
+			result = list_concat(result, conjuncts(lfirst(lc)));
+		return result;
+	}
+	return list_make1(qual);
+}
+
+/* outer joins touching the second stream; every qual of inner joins */
+static void
+check_joins(Node *node, Index right_rti, const char *what, List **quals)
+{
+	JoinExpr   *j;
+
+	if (!IsA(node, JoinExpr))
+		return;
+	j = (JoinExpr *) node;
+	check_joins(j->larg, right_rti, what, quals);
+	check_joins(j->rarg, right_rti, what, quals);
+	if (j->jointype != JOIN_INNER)
+	{
+		if (contains_rti(node, right_rti))
+			sjoin_refuse(what,
+						 j->jointype == JOIN_LEFT ? "a LEFT JOIN of two streams" :
+						 j->jointype == JOIN_RIGHT ? "a RIGHT JOIN of two streams" :
+						 "an outer join of two streams",
+						 "Only inner joins of two streams are maintained: a row without a match would have to be emitted once its window has closed.",
+						 "Use an inner join (JOIN ... ON), or join a stream to a table with LEFT JOIN.");
+		return;
+	}
+	*quals = list_concat(*quals, conjuncts(j->quals));
+}
+
+/* one side of a time bound: a column of a relation, plus or minus a constant */
+typedef struct TimeTerm
+{
+	Index		varno;
+	Interval	offset;
+} TimeTerm;
+
+static Interval *
+interval_const(Node *node)
+{
+	if (IsA(node, Const) && ((Const *) node)->consttype == INTERVALOID &&
+		!((Const *) node)->constisnull)
+		return DatumGetIntervalP(((Const *) node)->constvalue);
+	return NULL;
+}
+
+static bool
+time_term(Node *node, TimeTerm *t)
+{
+	memset(t, 0, sizeof(*t));
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	if (node && IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
+	{
+		t->varno = ((Var *) node)->varno;
+		return true;
+	}
+	if (node && IsA(node, OpExpr) && list_length(((OpExpr *) node)->args) == 2)
+	{
+		OpExpr	   *op = (OpExpr *) node;
+		char	   *name = get_opname(op->opno);
+		Node	   *l = linitial(op->args);
+		Node	   *r = lsecond(op->args);
+		Interval   *c;
+
+		if (name == NULL)
+			return false;
+		if ((c = interval_const(r)) != NULL && IsA(l, Var) &&
+			((Var *) l)->varlevelsup == 0 &&
+			(strcmp(name, "+") == 0 || strcmp(name, "-") == 0))
+		{
+			t->varno = ((Var *) l)->varno;
+			t->offset = *c;
+			if (strcmp(name, "-") == 0)
+				t->offset = *DatumGetIntervalP(DirectFunctionCall1(interval_um,
+																   IntervalPGetDatum(c)));
+			return true;
+		}
+		if ((c = interval_const(l)) != NULL && IsA(r, Var) &&
+			((Var *) r)->varlevelsup == 0 && strcmp(name, "+") == 0)
+		{
+			t->varno = ((Var *) r)->varno;
+			t->offset = *c;
+			return true;
+		}
+	}
+	return false;
+}
+
+static Interval *
+interval_sub(Interval *a, Interval *b)
+{
+	return DatumGetIntervalP(DirectFunctionCall2(interval_mi, IntervalPGetDatum(a),
+												 IntervalPGetDatum(b)));
+}
+
+static bool
+interval_less(Interval *a, Interval *b)
+{
+	return DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(a),
+											IntervalPGetDatum(b)));
+}
+
+static Interval *
+interval_abs(Interval *a)
+{
+	Interval	zero = {0};
+
+	if (interval_less(a, &zero))
+		return DatumGetIntervalP(DirectFunctionCall1(interval_um, IntervalPGetDatum(a)));
+	return a;
+}
+
+/* every qual of q's inner joins and WHERE, as a list of conjuncts */
+static List *
+join_quals(Query *q, Index right_rti, const char *what)
+{
+	List	   *quals = NIL;
+	ListCell   *lc;
+
+	foreach(lc, q->jointree->fromlist)
+		check_joins(lfirst(lc), right_rti, what, &quals);
+	quals = list_concat(quals, conjuncts(q->jointree->quals));
+	return quals;
+}
+
+/*
+ * The join's window: the largest distance in time between a row of the
+ * first stream and a row of the second that the quals allow.  The quals
+ * must bound the second stream's time column from both sides by the
+ * first's: right.t >= left.t - x and right.t <= left.t + y, or BETWEEN (any
+ * columns, any of <, <=, >, >=, either operand first).  NULL if they do not.
+ */
+static Interval *
+join_window(List *quals, Index right_rti)
+{
+	Interval   *lower = NULL;	/* right.t - left.t >= lower */
+	Interval   *upper = NULL;	/* right.t - left.t <= upper */
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		Node	   *qual = lfirst(lc);
+		OpExpr	   *op;
+		char	   *name;
+		TimeTerm	x;
+		TimeTerm	y;
+		bool		less;
+		Interval   *bound;
+
+		if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
+			continue;
+		op = (OpExpr *) qual;
+		name = get_opname(op->opno);
+		if (name == NULL || (strcmp(name, "<") != 0 && strcmp(name, "<=") != 0 &&
+							 strcmp(name, ">") != 0 && strcmp(name, ">=") != 0))
+			continue;
+		if (!time_term(linitial(op->args), &x) || !time_term(lsecond(op->args), &y))
+			continue;
+		less = (name[0] == '<');
+		/* x.var + x.off op y.var + y.off: x.var - y.var op y.off - x.off */
+		if (x.varno == right_rti && y.varno == 1)
+			bound = interval_sub(&y.offset, &x.offset);
+		else if (x.varno == 1 && y.varno == right_rti)
+		{
+			/* left - right op c: right - left (flipped op) -c */
+			bound = interval_sub(&x.offset, &y.offset);
+			less = !less;
+		}
+		else
+			continue;
+		if (less && (upper == NULL || interval_less(bound, upper)))
+			upper = bound;
+		else if (!less && (lower == NULL || interval_less(lower, bound)))
+			lower = bound;
+	}
+	if (lower == NULL || upper == NULL)
+		return NULL;
+	lower = interval_abs(lower);
+	upper = interval_abs(upper);
+	return interval_less(lower, upper) ? upper : lower;
+}
+
+Index
+sjoin_right_rti(Query *q)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		Index		rti = foreach_current_index(lc) + 1;
+
+		if (rti > 1 && rte->rtekind == RTE_RELATION && catalog_is_stream(rte->relid))
+			return rti;
+	}
+	return 0;
+}
+
+Oid
+sjoin_right_stream(Query *q)
+{
+	Index		rti = sjoin_right_rti(q);
+
+	return rti ? rt_fetch(rti, q->rtable)->relid : InvalidOid;
+}
+
+void
+sjoin_check_from(Query *q, Index right_rti, const char *querytext, const char *what)
+{
+	Oid			left = rt_fetch(1, q->rtable)->relid;
+	Oid			right = rt_fetch(right_rti, q->rtable)->relid;
+	Oid			sides[2] = {left, right};
+
+	catalog_require_table("stream_joins", "joins of two streams");
+	if (left == right)
+		sjoin_refuse(what, "a join of a stream with itself",
+					 "A batch of a stream joined to itself would have to join its own rows; only joins of two different streams are maintained.",
+					 NULL);
+	if (join_window(join_quals(q, right_rti, what), right_rti) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a join of two streams needs a time window in a %s", what),
+				 errdetail("Each batch joins the other stream's retained rows: the join must bound how far apart in time two joined rows may be."),
+				 errhint("Add a condition like %s.ts BETWEEN %s.ts - interval '5 minutes' AND %s.ts + interval '5 minutes' to the ON clause.",
+						 get_rel_name(right), get_rel_name(left), get_rel_name(left))));
+	for (int i = 0; i < 2; i++)
+	{
+		if (se_rel_discards_rows(sides[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("stream \"%s\" does not retain rows and cannot be joined to another stream",
+							get_rel_name(sides[i])),
+					 errdetail("It was created with retain => false: a batch of the other stream would find none of its rows."),
+					 errhint("Create the stream with retain => true (the default).")));
+	}
+}
+
+/* ---- CREATE ------------------------------------------------------------- */
+
+static char *
+qualified(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/* both streams keep their rows at least the window (NULL retention: always) */
+static void
+check_retention(Oid left, Oid right, Interval *window)
+{
+	List	   *streams = catalog_streams_with_retention();
+	ListCell   *lc;
+
+	foreach(lc, streams)
+	{
+		RetentionStream *s = lfirst(lc);
+		Interval   *retention = DatumGetIntervalP(s->retention);
+
+		if (s->relid != left && s->relid != right)
+			continue;
+		if (interval_less(retention, window))
+		{
+			char	   *w = DatumGetCString(DirectFunctionCall1(interval_out,
+																IntervalPGetDatum(window)));
+
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("stream \"%s\" retains its rows for %s, less than the join's window of %s",
+							get_rel_name(s->relid),
+							DatumGetCString(DirectFunctionCall1(interval_out, s->retention)),
+							w),
+					 errdetail("A batch of one stream is joined with the rows the other still holds: rows must be kept at least as long as the window."),
+					 errhint("Raise it with SELECT stream_ext.set_retention('%s', '%s'), or narrow the window.",
+							 s->qualname, w)));
+		}
+	}
+}
+
+/* the same as ddl/create_view.c's check of the first stream, for the second */
+static void
+check_creator_rls(Oid streamid)
+{
+	bool		enabled;
+	bool		forced;
+
+	stream_rls_flags(streamid, &enabled, &forced);
+	if (stream_rls_applies(streamid, GetUserId(), enabled, forced))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create a continuous view over stream \"%s\": row-level security applies to you",
+						get_rel_name(streamid)),
+				 errdetail("A join of two streams reads every row inserted into either and cannot apply row-level security policies to them."),
+				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
+}
+
+/* what CREATE does for any join of two streams; returns the window */
+static Interval *
+create_common(Query *q, Oid *left, Oid *right)
+{
+	Index		rti = sjoin_right_rti(q);
+	Interval   *window;
+
+	*left = rt_fetch(1, q->rtable)->relid;
+	*right = rt_fetch(rti, q->rtable)->relid;
+	window = join_window(join_quals(q, rti, "continuous view"), rti);
+	Assert(window != NULL);
+	check_retention(*left, *right, window);
+	check_creator_rls(*right);
+
+	/*
+	 * Writers of the second stream wait until we commit, as those of the
+	 * first do (ddl/create_view.c): rows committed before are backfilled,
+	 * rows inserted after see the new trigger.
+	 */
+	LockRelationOid(*right, ShareRowExclusiveLock);
+	return window;
+}
+
+void
+sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
+				  List *auxrels)
+{
+	Oid			left;
+	Oid			right;
+	Interval   *window = create_common(plan->query, &left, &right);
+	Index		old = joins_set_batch_rti(sjoin_right_rti(plan->query));
+	char	   *sql = NULL;
+	List	   *distinct = NIL;
+
+	PG_TRY();
+	{
+		ListCell   *lc;
+		ListCell   *la = list_head(auxrels);
+
+		sql = dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
+			cv_maintain_sql(plan, mq, CV_NEW_ROWS);
+		foreach(lc, plan->aggs)
+		{
+			CVAgg	   *agg = lfirst(lc);
+
+			if (!agg->is_distinct)
+				continue;
+			distinct = lappend(distinct,
+							   cv_distinct_sql(plan, agg, mq, qualified(lfirst_oid(la)),
+											   CV_NEW_ROWS, dq));
+			la = lnext(auxrels, la);
+		}
+	}
+	PG_FINALLY();
+	{
+		joins_set_batch_rti(old);
+	}
+	PG_END_TRY();
+	catalog_insert_stream_join(viewid, left, right, window, sql, distinct);
+}
+
+void
+sjoin_create_transform(Query *q, Oid viewid, const char *vq, const char *right_select)
+{
+	Oid			left;
+	Oid			right;
+	Interval   *window = create_common(q, &left, &right);
+	SeRunAs		runas;
+	Oid			trigid;
+
+	/* the same trigger as on the first stream (maintain/transform.c) */
+	se_run_as_role(&runas, se_relation_owner(right));
+	trigid = se_create_statement_trigger(right, psprintf("stream_ext_transform_%u", viewid),
+										 TRIGGER_TYPE_AFTER, TRIGGER_TYPE_INSERT,
+										 "transform", vq, CV_NEW_ROWS);
+	se_restore(&runas);
+	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
+						 DEPENDENCY_AUTO);
+	CommandCounterIncrement();
+	catalog_insert_stream_join(viewid, left, right, window, right_select, NIL);
+}
+
+/* ---- batches ------------------------------------------------------------ */
+
+/*
+ * Take the join's lock for a batch of one side (see the header comment)
+ * and run the entry's plans with a snapshot taken after it.
+ */
+uint64
+sjoin_run_plans(SeBatchEntry *entry)
+{
+	uint64		written = 0;
+	ListCell   *lc;
+
+	Assert(entry->sjoin_side != SJOIN_NONE);
+	LockDatabaseObject(RelationRelationId, entry->objid, SJOIN_LOCK,
+					   entry->sjoin_side == SJOIN_LEFT ? RowExclusiveLock : ShareLock);
+	foreach(lc, entry->plans)
+	{
+		int			rc = SPI_execute_snapshot(lfirst(lc), NULL, NULL, GetLatestSnapshot(),
+											  InvalidSnapshot, false, true, 0);
+
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "stream_ext: maintenance of a stream join failed: %s",
+				 SPI_result_code_string(rc));
+		if (foreach_current_index(lc) == 0)
+			written = SPI_processed;
+	}
+	return written;
+}
+
+/* a view's side of a join: a unit of a views trigger */
+typedef struct SJoinUnit
+{
+	ViewCatalogEntry cat;
+	char	   *sql;			/* this side's maintenance statement */
+	List	   *distinct_sql;	/* ... and one per count(DISTINCT) */
+	Oid			other;			/* the other stream */
+	TimestampTz next_expiry;	/* windows/windows.c */
+} SJoinUnit;
+
+/* row-level security must not apply to the owner on either stream */
+static void
+check_owner_rls(Oid streamid, SJoinUnit *u)
+{
+	bool		enabled;
+	bool		forced;
+
+	stream_rls_flags(streamid, &enabled, &forced);
+	if (stream_rls_applies(streamid, u->cat.owner, enabled, forced))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot maintain continuous view \"%s\": row-level security of stream \"%s\" applies to its owner %s",
+						get_rel_name(u->cat.viewid), get_rel_name(streamid),
+						GetUserNameFromId(u->cat.owner, false)),
+				 errdetail("A continuous view aggregates every row of its streams; it would show rows its owner cannot read."),
+				 errhint("Give the view to the streams' owner or to a role with BYPASSRLS, or drop it.")));
+}
+
+static bool
+unit_admit(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	SJoinUnit  *u = entry->kind;
+
+	if (priv_invalid_reason(u->cat.viewid) != NULL)
+		return false;
+	check_owner_rls(entry->streamid, u);
+	check_owner_rls(u->other, u);
+	return true;
+}
+
+static void
+unit_prepare(SeBatchEntry *entry)
+{
+	SJoinUnit  *u = entry->kind;
+	ListCell   *lc;
+
+	(void) se_batch_prepare(entry, u->sql, 0, NULL);
+	foreach(lc, u->distinct_sql)
+		(void) se_batch_prepare(entry, (char *) lfirst(lc), 0, NULL);
+}
+
+static uint64
+unit_run(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	SJoinUnit  *u = entry->kind;
+	uint64		groups = sjoin_run_plans(entry);
+
+	compact_after_batch(&u->cat);
+	window_expire_opportunistic(&u->cat, &u->next_expiry);
+	return groups;
+}
+
+static void
+unit_load(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	elog(ERROR, "stream_ext: a stream join is maintained by its streams' views trigger");
+}
+
+static const SeBatchOps sjoin_view_ops = {
+	.name = "stream_ext.maintain_views()",
+	.argument = NULL,
+	.load = unit_load,
+	.admit = unit_admit,
+	.prepare = unit_prepare,
+	.run = unit_run,
+	.materialize = true,
+	.plan_rows = MAINT_PLAN_ROWS,
+	.invalid_kind = "continuous view",
+};
+
+List *
+sjoin_view_units(SeBatchEntry *parent, Oid streamid, List **own)
+{
+	List	   *units = NIL;
+	ListCell   *lc;
+	MemoryContext old;
+
+	foreach(lc, catalog_stream_joins(streamid, InvalidOid, parent->cxt))
+	{
+		StreamJoinEntry *sj = lfirst(lc);
+		SeBatchEntry *unit;
+		SJoinUnit  *u;
+		bool		left = (sj->left_stream == streamid);
+
+		if (sj->transform)
+			continue;
+		old = MemoryContextSwitchTo(parent->cxt);
+		unit = palloc0(sizeof(SeBatchEntry));
+		unit->ops = &sjoin_view_ops;
+		unit->valid = true;
+		unit->cxt = AllocSetContextCreate(parent->cxt, "stream_ext stream join unit",
+										  ALLOCSET_SMALL_SIZES);
+		u = palloc0(sizeof(SJoinUnit));
+		MemoryContextSwitchTo(old);
+		catalog_read_latest_begin();
+		if (!catalog_lookup_view(sj->object, &u->cat, parent->cxt))
+		{
+			catalog_read_latest_end();
+			continue;
+		}
+		catalog_read_latest_end();
+		old = MemoryContextSwitchTo(parent->cxt);
+		if (left)
+			*own = lappend_oid(*own, u->cat.matrelid);
+		parent->more_relids = lappend_oid(lappend_oid(parent->more_relids, u->cat.viewid),
+										  u->cat.matrelid);
+		u->sql = left ? u->cat.maintain_sql : sj->right_sql;
+		u->distinct_sql = left ? u->cat.distinct_sql : sj->right_distinct_sql;
+		u->other = left ? sj->right_stream : sj->left_stream;
+		unit->kind = u;
+		unit->sjoin_side = left ? SJOIN_LEFT : SJOIN_RIGHT;
+		unit->objid = u->cat.viewid;
+		unit->streamid = streamid;
+		unit->relids[0] = u->cat.matrelid;
+		unit->relids[1] = streamid;
+		unit->relids[2] = u->cat.viewid;
+		unit->owner = u->cat.owner;
+		unit->timezone = u->cat.timezone;
+		unit->notify = u->cat.notify;
+		unit->arrival_attnum = InvalidAttrNumber;
+		unit->error_context =
+			psprintf("maintenance of continuous view %s for a batch of %s, its %s stream"
+					 " (statements in stream_ext.%s)",
+					 qualified(u->cat.viewid), qualified(streamid),
+					 left ? "first" : "second", left ? "view_catalog" : "stream_joins");
+		units = lappend(units, unit);
+		MemoryContextSwitchTo(old);
+	}
+	return units;
+}
+
+char *
+sjoin_transform_select(SeBatchEntry *entry, Oid transform, Oid relid)
+{
+	List	   *joins = catalog_stream_joins(InvalidOid, transform, entry->cxt);
+	StreamJoinEntry *sj;
+	MemoryContext old;
+
+	if (joins == NIL)
+		return NULL;
+	sj = linitial(joins);
+	if (relid == sj->left_stream)
+	{
+		entry->sjoin_side = SJOIN_LEFT;
+		return NULL;
+	}
+	if (relid != sj->right_stream)
+		return NULL;
+	entry->sjoin_side = SJOIN_RIGHT;
+	entry->streamid = relid;
+	old = MemoryContextSwitchTo(entry->cxt);
+	entry->more_relids = lappend_oid(entry->more_relids, sj->left_stream);
+	MemoryContextSwitchTo(old);
+	return sj->right_sql;
+}

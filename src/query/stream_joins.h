@@ -1,0 +1,79 @@
+/*-------------------------------------------------------------------------
+ *
+ * stream_joins.h
+ *	  Joins of two streams within a time window, in continuous views and
+ *	  transforms (docs/joins.md).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_STREAM_JOINS_H
+#define STREAM_EXT_STREAM_JOINS_H
+
+#include "commands/trigger.h"
+#include "nodes/parsenodes.h"
+#include "utils/timestamp.h"
+
+#include "maintain/trigger.h"
+#include "query/analyze.h"
+
+/* which stream's batch an entry maintains (SeBatchEntry.sjoin_side) */
+#define SJOIN_NONE	0
+#define SJOIN_LEFT	1			/* the first stream of FROM */
+#define SJOIN_RIGHT 2			/* the second stream */
+
+/*
+ * From joins_check_from(): q's FROM joins stream rti 1 and stream
+ * right_rti.  Refuses what cannot be maintained (a self-join, outer joins
+ * of the two streams, no time window bounding the join both ways, a stream
+ * that retains no rows) with 0A000.
+ */
+extern void sjoin_check_from(Query *q, Index right_rti, const char *querytext,
+							 const char *what);
+
+/* q's second stream, or InvalidOid: q reads one stream */
+extern Oid	sjoin_right_stream(Query *q);
+
+/*
+ * CREATE of a continuous view joining two streams (after its maintenance
+ * statements were made): check the streams' retention against the window,
+ * lock the second stream against writers, check row-level security on it,
+ * record the statements of its batches.  dq: the delta, or NULL (upsert);
+ * auxrels: the count(DISTINCT) side tables, in plan->aggs' order.
+ */
+extern void sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq,
+							  const char *dq, List *auxrels);
+
+/*
+ * The same for a continuous transform: right_select is its SELECT over a
+ * batch of the second stream (made with joins_set_batch_rti()); creates
+ * the trigger of the second stream, stream_ext.transform(vq).
+ */
+extern void sjoin_create_transform(Query *q, Oid viewid, const char *vq,
+								   const char *right_select);
+
+/* the range-table index of q's second stream (joins_set_batch_rti()) */
+extern Index sjoin_right_rti(Query *q);
+
+/*
+ * The views trigger of streamid (maintain/maintain.c): a unit (SeBatchEntry
+ * of parent's) per continuous view joining it to another stream, for
+ * either side; the materializations of views whose first stream it is are
+ * appended to *own (maintained by these units, not by the shared ones).
+ */
+extern List *sjoin_view_units(SeBatchEntry *parent, Oid streamid, List **own);
+
+/*
+ * transform_load() of a trigger on the second stream of a join: the
+ * SELECT of its batches (in entry->cxt), or NULL if relid is no side of
+ * the transform's join.  Sets entry->sjoin_side.
+ */
+extern char *sjoin_transform_select(SeBatchEntry *entry, Oid transform, Oid relid);
+
+/*
+ * Run an entry's kept plans (no parameters, each an INSERT) for a batch of
+ * one side of a join: under the join's lock, with a snapshot taken after
+ * it.  Returns the rows the first plan wrote.
+ */
+extern uint64 sjoin_run_plans(SeBatchEntry *entry);
+
+#endif							/* STREAM_EXT_STREAM_JOINS_H */
