@@ -189,6 +189,35 @@ INSERT INTO sj_third VALUES (1, '2024-01-01 00:00:00+00');
 SELECT (SELECT count FROM sj_ok) = (SELECT count(*) FROM sj_orders o JOIN sj_third t ON o.k = t.k
      AND t.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '2 minutes') AS ok;
 
+-- ---- privileges: the owner's, on both streams, at every batch ------------
+CREATE ROLE sj_owner;
+GRANT CREATE ON SCHEMA public TO sj_owner;
+GRANT SELECT ON sj_orders, sj_ships TO sj_owner;
+SET ROLE sj_owner;
+CREATE VIEW sj_priv WITH (continuous) AS
+  SELECT count(*) AS n FROM sj_orders o JOIN sj_ships s ON o.k = s.k
+     AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes';
+RESET ROLE;
+INSERT INTO sj_ships VALUES (1, 1, '2024-01-01 00:10:00+00');
+SELECT n = (SELECT count(*) FROM sj_orders o JOIN sj_ships s ON o.k = s.k
+     AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes') AS priv_view_ok
+  FROM sj_priv;
+-- the owner loses SELECT on the second stream: a batch of the first marks
+-- the view invalid, the insert goes on
+REVOKE SELECT ON sj_ships FROM sj_owner;
+INSERT INTO sj_orders VALUES (1, 1, '2024-01-01 00:10:00+00');
+SELECT object, kind, reason FROM stream_ext.invalid_objects WHERE object = 'sj_priv'::regclass;
+SELECT * FROM sj_priv;
+DROP VIEW sj_priv;
+REVOKE ALL ON sj_orders FROM sj_owner;
+REVOKE CREATE ON SCHEMA public FROM sj_owner;
+DROP ROLE sj_owner;
+
+-- allowed_lateness is refused, as for stream-table joins
+CREATE VIEW sj_bad WITH (continuous, allowed_lateness = '1 minute', time_column = 'ts') AS
+  SELECT o.k, count(*) FROM sj_orders o JOIN sj_ships s ON o.k = s.k
+     AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes' GROUP BY o.k;
+
 -- ---- DROP: the second stream's trigger goes with the last view ------------
 DROP VIEW sj_ok;
 SELECT count(*) AS third_triggers FROM pg_trigger
