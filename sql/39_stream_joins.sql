@@ -218,6 +218,28 @@ CREATE VIEW sj_bad WITH (continuous, allowed_lateness = '1 minute', time_column 
   SELECT o.k, count(*) FROM sj_orders o JOIN sj_ships s ON o.k = s.k
      AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes' GROUP BY o.k;
 
+-- ---- CREATE OR REPLACE: a join view becomes a one-stream view and back --
+CREATE VIEW sj_repl WITH (continuous) AS
+  SELECT count(*) AS n FROM sj_orders o JOIN sj_third t ON o.k = t.k
+     AND t.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '1 minute';
+CREATE OR REPLACE VIEW sj_repl WITH (continuous) AS SELECT count(*) AS n FROM sj_orders o;
+SELECT count(*) AS repl_join_rows FROM stream_ext.stream_joins WHERE object = 'sj_repl'::regclass;
+-- sj_ok still joins sj_third: its trigger stays
+SELECT count(*) AS third_triggers FROM pg_trigger
+ WHERE tgrelid = 'sj_third'::regclass AND tgname = 'stream_ext_maintain';
+INSERT INTO sj_third VALUES (1, '2024-01-01 00:00:00+00');
+INSERT INTO sj_orders VALUES (1, 1, '2024-01-01 00:00:00+00');
+SELECT n = (SELECT count(*) FROM sj_orders) AS repl_counts_orders FROM sj_repl;
+CREATE OR REPLACE VIEW sj_repl WITH (continuous) AS
+  SELECT count(*) AS n FROM sj_orders o JOIN sj_third t ON o.k = t.k
+     AND t.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '1 minute';
+INSERT INTO sj_third VALUES (1, '2024-01-01 00:00:30+00');
+SELECT n = (SELECT count(*) FROM sj_orders o JOIN sj_third t ON o.k = t.k
+     AND t.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '1 minute') AS repl_join_ok,
+       n > 0 AS repl_has_pairs
+  FROM sj_repl;
+DROP VIEW sj_repl;
+
 -- ---- DROP: the second stream's trigger goes with the last view ------------
 DROP VIEW sj_ok;
 SELECT count(*) AS third_triggers FROM pg_trigger

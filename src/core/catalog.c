@@ -656,6 +656,10 @@ catalog_forget_view(Oid viewid)
 	if (has_catalog_table("invalid_objects"))
 		catalog_query_oid("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
 						  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
+	/* a join of two streams: its second stream and statements (query/stream_joins.c) */
+	if (has_catalog_table("stream_joins"))
+		catalog_query_oid("DELETE FROM stream_ext.stream_joins WHERE object = $1",
+						  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
 }
 
 /*

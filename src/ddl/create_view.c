@@ -236,6 +236,13 @@ check_creator_rls(Oid streamid)
 				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
 }
 
+/* the same check for the second stream of a join (query/stream_joins.c) */
+void
+ddl_check_creator_rls(Oid streamid)
+{
+	check_creator_rls(streamid);
+}
+
 /* stream_ext.maintain_views(), or InvalidOid before ALTER EXTENSION UPDATE */
 static Oid
 views_trigger_function(void)

@@ -79,6 +79,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "ddl/create_view.h"
 #include "maintain/compact.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
@@ -413,23 +414,6 @@ check_retention(Oid left, Oid right, Interval *window)
 	}
 }
 
-/* the same as ddl/create_view.c's check of the first stream, for the second */
-static void
-check_creator_rls(Oid streamid)
-{
-	bool		enabled;
-	bool		forced;
-
-	stream_rls_flags(streamid, &enabled, &forced);
-	if (stream_rls_applies(streamid, GetUserId(), enabled, forced))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot create a continuous view over stream \"%s\": row-level security applies to you",
-						get_rel_name(streamid)),
-				 errdetail("A join of two streams reads every row inserted into either and cannot apply row-level security policies to them."),
-				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
-}
-
 /* what CREATE does for any join of two streams; returns the window */
 static Interval *
 create_common(Query *q, Oid *left, Oid *right)
@@ -442,7 +426,7 @@ create_common(Query *q, Oid *left, Oid *right)
 	window = join_window(join_quals(q, rti, "continuous view"), rti);
 	Assert(window != NULL);
 	check_retention(*left, *right, window);
-	check_creator_rls(*right);
+	ddl_check_creator_rls(*right);
 
 	/*
 	 * Writers of the second stream wait until we commit, as those of the
