@@ -11,9 +11,11 @@
 #     join   plus  SELECT a.k, count(*), sum(a.v * b.w) FROM ja a JOIN jb b
 #                  ON a.k = b.k AND b.ts BETWEEN a.ts - 5 min AND a.ts + 5 min
 #                  GROUP BY a.k
+#     join_idx  the same with an index on (k, ts) of each stream
 #   Each measurement starts from fresh streams, times the whole load in one
-#   session with clock_timestamp(), and (join) checks the view against the
-#   plain query.  BENCH_JOIN_REPS (2) repetitions, interleaved; the medians
+#   session with clock_timestamp(), and (join*) checks the view against the
+#   plain query, whose own time (the join and aggregate run once over all
+#   rows) is reported too.  BENCH_JOIN_REPS (2) repetitions, interleaved; the medians
 #   and their ratio are printed (markdown, also to BENCH_RESULTS_DIR/joins.md).
 #
 # Runs inside bench/run.sh's environment (PGHOST, PGPORT, ..., STREAM_EXT_TMP),
@@ -72,7 +74,11 @@ measure() {
 		echo "DROP TABLE IF EXISTS ja, jb CASCADE;"
 		echo "SELECT stream_ext.create_stream('ja', 'k int, v int, ts timestamptz') \\g /dev/null"
 		echo "SELECT stream_ext.create_stream('jb', 'k int, w int, ts timestamptz') \\g /dev/null"
-		if [[ $w == join ]]; then
+		if [[ $w == join_idx ]]; then
+			echo "CREATE INDEX ON ja (k, ts);"
+			echo "CREATE INDEX ON jb (k, ts);"
+		fi
+		if [[ $w == join* ]]; then
 			cat <<-'EOF'
 				CREATE VIEW jv WITH (continuous) AS
 				  SELECT a.k, count(*) AS n, sum(a.v * b.w) AS s
@@ -88,9 +94,15 @@ measure() {
 			echo "COPY jb (k, w, ts) FROM '$DATA/b$j.csv' (FORMAT csv);"
 		done
 		echo "SELECT extract(epoch FROM clock_timestamp() - :'t0') AS secs \\gset"
-		echo "\\echo :secs"
-		if [[ $w == join ]]; then
+		if [[ $w == join* ]]; then
 			cat <<-'EOF'
+				SELECT clock_timestamp() AS q0 \gset
+				SELECT a.k, count(*), sum(a.v * b.w) FROM ja a JOIN jb b
+				    ON a.k = b.k AND b.ts BETWEEN a.ts - interval '5 minutes' AND a.ts + interval '5 minutes'
+				 GROUP BY a.k \g /dev/null
+				SELECT extract(epoch FROM clock_timestamp() - :'q0') AS qsecs,
+				       (SELECT sum(n) FROM jv) AS pairs \gset
+				\echo :secs :qsecs :pairs
 				SELECT count(*) AS wrong FROM (
 				  (TABLE jv EXCEPT ALL
 				   SELECT a.k, count(*), sum(a.v * b.w) FROM ja a JOIN jb b
@@ -106,6 +118,8 @@ measure() {
 				SELECT 1/0;
 				\endif
 			EOF
+		else
+			echo "\\echo :secs"
 		fi
 		echo "DROP TABLE ja, jb CASCADE;"
 	} >"$script"
@@ -116,19 +130,29 @@ median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 
 raw=()
 join=()
+idx=()
+query=()
 for ((r = 1; r <= REPS; r++)); do
 	raw+=("$(measure raw)")
-	join+=("$(measure join)")
-	echo "bench/joins.sh: rep $r: raw ${raw[-1]} s, join ${join[-1]} s" >&2
+	read -r s q pairs <<<"$(measure join)"
+	join+=("$s")
+	query+=("$q")
+	read -r s q pairs <<<"$(measure join_idx)"
+	idx+=("$s")
+	echo "bench/joins.sh: rep $r: raw ${raw[-1]} s, join ${join[-1]} s, join_idx ${idx[-1]} s, plain query ${query[-1]} s ($pairs pairs)" >&2
 done
 mraw=$(printf '%s\n' "${raw[@]}" | median)
 mjoin=$(printf '%s\n' "${join[@]}" | median)
+midx=$(printf '%s\n' "${idx[@]}" | median)
+mquery=$(printf '%s\n' "${query[@]}" | median)
 {
-	echo "| load ($((2 * ROWS)) rows, $BATCH-row COPYs alternating between the streams, $KEYS keys, 5-minute window) | median s | rows/s | ratio to raw |"
+	echo "| load ($((2 * ROWS)) rows, $BATCH-row COPYs alternating between the streams, $KEYS keys, 5-minute window, $pairs joined pairs) | median s | rows/s | ratio to raw |"
 	echo "| --- | ---: | ---: | ---: |"
-	awk -v r="$mraw" -v j="$mjoin" -v n=$((2 * ROWS)) 'BEGIN {
+	awk -v r="$mraw" -v j="$mjoin" -v i="$midx" -v n=$((2 * ROWS)) 'BEGIN {
 		printf "| raw COPY into both streams | %.2f | %.0f | 1.00 |\n", r, n / r;
-		printf "| with the join view | %.2f | %.0f | %.2f |\n", j, n / j, r / j }'
+		printf "| with the join view | %.2f | %.0f | %.2f |\n", j, n / j, r / j;
+		printf "| with the join view, index on (k, ts) of both streams | %.2f | %.0f | %.2f |\n", i, n / i, r / i }'
 	echo
+	echo "The join and aggregate as one plain query over all rows at the end: $mquery s (median)."
 	echo "$REPS repetitions, interleaved; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end."
 } | tee "$RESULTS/joins.md"
