@@ -654,7 +654,10 @@ sjoin_view_units(SeBatchEntry *parent, Oid streamid, List **own)
 		unit->owner = u->cat.owner;
 		unit->timezone = u->cat.timezone;
 		unit->notify = u->cat.notify;
-		unit->arrival_attnum = InvalidAttrNumber;
+		unit->arrival_attnum = get_attnum(streamid, STREAM_ARRIVAL_COLUMN);
+		if (unit->arrival_attnum != InvalidAttrNumber &&
+			get_atttype(streamid, unit->arrival_attnum) != TIMESTAMPTZOID)
+			unit->arrival_attnum = InvalidAttrNumber;	/* stats: see trigger.c */
 		unit->error_context =
 			psprintf("maintenance of continuous view %s for a batch of %s, its %s stream"
 					 " (statements in stream_ext.%s)",
