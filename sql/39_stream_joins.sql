@@ -189,6 +189,11 @@ INSERT INTO sj_third VALUES (1, '2024-01-01 00:00:00+00');
 SELECT (SELECT count FROM sj_ok) = (SELECT count(*) FROM sj_orders o JOIN sj_third t ON o.k = t.k
      AND t.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '2 minutes') AS ok;
 
+-- lowering the retention below the window of a join is refused too
+SELECT stream_ext.set_retention('sj_third', '1 minute');
+SELECT stream_ext.set_retention('sj_third', '10 minutes');
+SELECT retention FROM stream_ext.stream_catalog WHERE stream = 'sj_third'::regclass;
+
 -- ---- privileges: the owner's, on both streams, at every batch ------------
 CREATE ROLE sj_owner;
 GRANT CREATE ON SCHEMA public TO sj_owner;

@@ -1544,6 +1544,7 @@ row_stream_join(HeapTuple tup, TupleDesc desc, void *arg)
 		entry->right_distinct_sql = lappend(entry->right_distinct_sql,
 											TextDatumGetCString(elems[i]));
 	entry->transform = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	entry->window = *DatumGetIntervalP(SPI_getbinval(tup, desc, 7, &isnull));
 	*result = lappend(*result, entry);
 }
 
@@ -1566,7 +1567,8 @@ catalog_stream_joins(Oid streamid, Oid object, MemoryContext mcxt)
 	arg_oid(&args, OidIsValid(object) ? object : streamid);
 	sql = psprintf("SELECT j.object::oid, j.left_stream::oid, j.right_stream::oid,"
 						  " j.right_sql, j.right_distinct_sql,"
-						  " NOT EXISTS (SELECT 1 FROM stream_ext.view_catalog v WHERE v.view = j.object)"
+						  " NOT EXISTS (SELECT 1 FROM stream_ext.view_catalog v WHERE v.view = j.object),"
+						  " j.join_window"
 						  " FROM stream_ext.stream_joins j WHERE %s ORDER BY j.object::oid",
 						  OidIsValid(object) ? "j.object = $1" :
 						  "j.left_stream = $1 OR j.right_stream = $1");

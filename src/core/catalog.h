@@ -215,6 +215,7 @@ typedef struct StreamJoinEntry
 	char	   *right_sql;		/* a batch of right_stream */
 	List	   *right_distinct_sql; /* ... one more per count(DISTINCT) */
 	bool		transform;		/* a continuous transform */
+	Interval	window;			/* the join's window */
 } StreamJoinEntry;
 
 extern void catalog_insert_stream_join(Oid object, Oid left_stream, Oid right_stream,

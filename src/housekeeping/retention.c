@@ -72,6 +72,7 @@
 #include "core/util.h"
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
+#include "query/stream_joins.h"
 #include "storage/discard_am.h"
 #include "windows/windows.h"
 
@@ -339,6 +340,8 @@ stream_ext_set_retention(PG_FUNCTION_ARGS)
 																IntervalPGetDatum(retention)))),
 					 errhint("Pass NULL to keep raw rows until TRUNCATE.")));
 	}
+	/* joins of two streams need their rows for the whole window (query/stream_joins.c) */
+	sjoin_check_retention(relid, retention);
 	catalog_set_stream_retention(relid, retention);
 	if (retention != NULL)
 		ensure_job();

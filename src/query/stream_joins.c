@@ -414,6 +414,30 @@ check_retention(Oid left, Oid right, Interval *window)
 	}
 }
 
+void
+sjoin_check_retention(Oid streamid, Interval *retention)
+{
+	ListCell   *lc;
+
+	if (retention == NULL)
+		return;
+	foreach(lc, catalog_stream_joins(streamid, InvalidOid, CurrentMemoryContext))
+	{
+		StreamJoinEntry *sj = lfirst(lc);
+
+		if (interval_less(retention, &sj->window))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("a retention of %s is shorter than the window of %s of continuous %s \"%s\"",
+							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(retention))),
+							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&sj->window))),
+							sj->transform ? "transform" : "view", get_rel_name(sj->object)),
+					 errdetail("It joins stream \"%s\" with another stream: a batch of either must find the other's rows of the whole window.",
+							   get_rel_name(streamid)),
+					 errhint("Keep a retention of at least the window, or drop the join first.")));
+	}
+}
+
 /* what CREATE does for any join of two streams; returns the window */
 static Interval *
 create_common(Query *q, Oid *left, Oid *right)

@@ -51,6 +51,12 @@ extern void sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq,
 extern void sjoin_create_transform(Query *q, Oid viewid, const char *vq,
 								   const char *right_select);
 
+/*
+ * stream_ext.set_retention(): refuse a retention of streamid shorter than
+ * the window of a join it is a side of (NULL: rows kept, always fine).
+ */
+extern void sjoin_check_retention(Oid streamid, Interval *retention);
+
 /* the range-table index of q's second stream (joins_set_batch_rti()) */
 extern Index sjoin_right_rti(Query *q);
 
