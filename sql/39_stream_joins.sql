@@ -198,6 +198,17 @@ SELECT retention FROM stream_ext.stream_catalog WHERE stream = 'sj_third'::regcl
 CREATE ROLE sj_owner;
 GRANT CREATE ON SCHEMA public TO sj_owner;
 GRANT SELECT ON sj_orders, sj_ships TO sj_owner;
+-- row-level security on the second stream that applies to the creator
+ALTER TABLE sj_ships ENABLE ROW LEVEL SECURITY;
+SET ROLE sj_owner;
+CREATE VIEW sj_bad WITH (continuous) AS
+  SELECT count(*) AS n FROM sj_orders o JOIN sj_ships s ON o.k = s.k
+     AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes';
+CREATE VIEW sj_bad WITH (continuous) AS
+  SELECT o.k, s.w FROM sj_orders o JOIN sj_ships s ON o.k = s.k
+     AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes';
+RESET ROLE;
+ALTER TABLE sj_ships DISABLE ROW LEVEL SECURITY;
 SET ROLE sj_owner;
 CREATE VIEW sj_priv WITH (continuous) AS
   SELECT count(*) AS n FROM sj_orders o JOIN sj_ships s ON o.k = s.k

@@ -236,13 +236,6 @@ check_creator_rls(Oid streamid)
 				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
 }
 
-/* the same check for the second stream of a join (query/stream_joins.c) */
-void
-ddl_check_creator_rls(Oid streamid)
-{
-	check_creator_rls(streamid);
-}
-
 /* stream_ext.maintain_views(), or InvalidOid before ALTER EXTENSION UPDATE */
 static Oid
 views_trigger_function(void)
@@ -427,6 +420,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		if (list_length(query->rtable) >= 1 &&
 			linitial_node(RangeTblEntry, query->rtable)->rtekind == RTE_RELATION)
 			check_creator_rls(linitial_node(RangeTblEntry, query->rtable)->relid);
+		/* and on the second stream of a join (query/stream_joins.c) */
+		if (OidIsValid(sjoin_right_stream(query)))
+			check_creator_rls(sjoin_right_stream(query));
 		transform_create(stmt, query, queryString, &opts);
 		ddl_notify_pgrst_reload();
 		return;
@@ -458,6 +454,8 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 
 	/* ... every row of it: no row-level security may hide any from them */
 	check_creator_rls(plan.streamid);
+	if (OidIsValid(sjoin_right_stream(plan.query)))
+		check_creator_rls(sjoin_right_stream(plan.query));
 
 	/*
 	 * Keep writers out of the stream until we commit: rows committed before

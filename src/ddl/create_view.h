@@ -24,7 +24,4 @@ extern void ddl_define_gucs(void);
 /* after DROP: the streams' triggers for views no longer there */
 extern void ddl_drop_unused_views_triggers(void);
 
-/* refuse a creator that row-level security of streamid restricts */
-extern void ddl_check_creator_rls(Oid streamid);
-
 #endif							/* STREAM_EXT_CREATE_VIEW_H */

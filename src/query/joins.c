@@ -40,7 +40,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "query/joins.h"
-#include "query/stream_joins.h"
+#include "query/sjoin_window.h"
 
 /*
  * The range-table entry read from the batch in joins_from_sql(), when it is

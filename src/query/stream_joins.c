@@ -47,9 +47,10 @@
  *	  join's window (the largest distance in time the ON clause allows);
  *	  streams created with retain => false are refused.
  *
- *	  What is refused (0A000): a stream joined to itself, outer joins of the
- *	  two streams (a LEFT JOIN needs an emit when the window closes, not
- *	  built), more than two streams, joins without a bounded time window.
+ *	  What is refused (0A000), by query/sjoin_window.c, which also finds the
+ *	  window: a stream joined to itself, outer joins of the two streams (a
+ *	  LEFT JOIN needs an emit when the window closes, not built), more than
+ *	  two streams, joins without a bounded time window.
  *
  *-------------------------------------------------------------------------
  */
@@ -74,304 +75,22 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
-#include "ddl/create_view.h"
 #include "maintain/compact.h"
-#include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/trigger.h"
 #include "query/joins.h"
+#include "query/sjoin_window.h"
 #include "query/stream_joins.h"
-#include "storage/discard_am.h"
 #include "windows/windows.h"
 
 /* the objsubid of the join's lock object (see the header comment) */
 #define SJOIN_LOCK 0x534a
-
-/* ---- validation ---------------------------------------------------------- */
-
-static void
-sjoin_refuse(const char *what, const char *construct, const char *detail,
-			 const char *hint)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s is not supported in a %s", construct, what),
-			 detail ? errdetail("%s", detail) : 0,
-			 hint ? errhint("%s", hint) : 0));
-}
-
-static bool
-contains_rti(Node *node, Index rti)
-{
-	if (IsA(node, RangeTblRef))
-		return ((RangeTblRef *) node)->rtindex == (int) rti;
-	if (IsA(node, JoinExpr))
-		return contains_rti(((JoinExpr *) node)->larg, rti) ||
-			contains_rti(((JoinExpr *) node)->rarg, rti);
-	return false;
-}
-
-/* the conjuncts of qual, nested ANDs (BETWEEN) flattened */
-static List *
-conjuncts(Node *qual)
-{
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	if (qual == NULL)
-		return NIL;
-	if (is_andclause(qual))
-	{
-		foreach(lc, ((BoolExpr *) qual)->args)
-			result = list_concat(result, conjuncts(lfirst(lc)));
-		return result;
-	}
-	if (IsA(qual, List))
-	{
-		foreach(lc, (List *) qual)
-			result = list_concat(result, conjuncts(lfirst(lc)));
-		return result;
-	}
-	return list_make1(qual);
-}
-
-/* outer joins touching the second stream; every qual of inner joins */
-static void
-check_joins(Node *node, Index right_rti, const char *what, List **quals)
-{
-	JoinExpr   *j;
-
-	if (!IsA(node, JoinExpr))
-		return;
-	j = (JoinExpr *) node;
-	check_joins(j->larg, right_rti, what, quals);
-	check_joins(j->rarg, right_rti, what, quals);
-	if (j->jointype != JOIN_INNER)
-	{
-		if (contains_rti(node, right_rti))
-			sjoin_refuse(what,
-						 j->jointype == JOIN_LEFT ? "a LEFT JOIN of two streams" :
-						 j->jointype == JOIN_RIGHT ? "a RIGHT JOIN of two streams" :
-						 "an outer join of two streams",
-						 "Only inner joins of two streams are maintained: a row without a match would have to be emitted once its window has closed.",
-						 "Use an inner join (JOIN ... ON), or join a stream to a table with LEFT JOIN.");
-		return;
-	}
-	*quals = list_concat(*quals, conjuncts(j->quals));
-}
-
-/* one side of a time bound: a column of a relation, plus or minus a constant */
-typedef struct TimeTerm
-{
-	Index		varno;
-	Interval	offset;
-} TimeTerm;
-
-static Interval *
-interval_const(Node *node)
-{
-	if (IsA(node, Const) && ((Const *) node)->consttype == INTERVALOID &&
-		!((Const *) node)->constisnull)
-		return DatumGetIntervalP(((Const *) node)->constvalue);
-	return NULL;
-}
-
-static bool
-time_term(Node *node, TimeTerm *t)
-{
-	memset(t, 0, sizeof(*t));
-	while (node && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	if (node && IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
-	{
-		t->varno = ((Var *) node)->varno;
-		return true;
-	}
-	if (node && IsA(node, OpExpr) && list_length(((OpExpr *) node)->args) == 2)
-	{
-		OpExpr	   *op = (OpExpr *) node;
-		char	   *name = get_opname(op->opno);
-		Node	   *l = linitial(op->args);
-		Node	   *r = lsecond(op->args);
-		Interval   *c;
-
-		if (name == NULL)
-			return false;
-		if ((c = interval_const(r)) != NULL && IsA(l, Var) &&
-			((Var *) l)->varlevelsup == 0 &&
-			(strcmp(name, "+") == 0 || strcmp(name, "-") == 0))
-		{
-			t->varno = ((Var *) l)->varno;
-			t->offset = *c;
-			if (strcmp(name, "-") == 0)
-				t->offset = *DatumGetIntervalP(DirectFunctionCall1(interval_um,
-																   IntervalPGetDatum(c)));
-			return true;
-		}
-		if ((c = interval_const(l)) != NULL && IsA(r, Var) &&
-			((Var *) r)->varlevelsup == 0 && strcmp(name, "+") == 0)
-		{
-			t->varno = ((Var *) r)->varno;
-			t->offset = *c;
-			return true;
-		}
-	}
-	return false;
-}
-
-static Interval *
-interval_sub(Interval *a, Interval *b)
-{
-	return DatumGetIntervalP(DirectFunctionCall2(interval_mi, IntervalPGetDatum(a),
-												 IntervalPGetDatum(b)));
-}
-
-static bool
-interval_less(Interval *a, Interval *b)
-{
-	return DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(a),
-											IntervalPGetDatum(b)));
-}
-
-static Interval *
-interval_abs(Interval *a)
-{
-	Interval	zero = {0};
-
-	if (interval_less(a, &zero))
-		return DatumGetIntervalP(DirectFunctionCall1(interval_um, IntervalPGetDatum(a)));
-	return a;
-}
-
-/* every qual of q's inner joins and WHERE, as a list of conjuncts */
-static List *
-join_quals(Query *q, Index right_rti, const char *what)
-{
-	List	   *quals = NIL;
-	ListCell   *lc;
-
-	foreach(lc, q->jointree->fromlist)
-		check_joins(lfirst(lc), right_rti, what, &quals);
-	quals = list_concat(quals, conjuncts(q->jointree->quals));
-	return quals;
-}
-
-/*
- * The join's window: the largest distance in time between a row of the
- * first stream and a row of the second that the quals allow.  The quals
- * must bound the second stream's time column from both sides by the
- * first's: right.t >= left.t - x and right.t <= left.t + y, or BETWEEN (any
- * columns, any of <, <=, >, >=, either operand first).  NULL if they do not.
- */
-static Interval *
-join_window(List *quals, Index right_rti)
-{
-	Interval   *lower = NULL;	/* right.t - left.t >= lower */
-	Interval   *upper = NULL;	/* right.t - left.t <= upper */
-	ListCell   *lc;
-
-	foreach(lc, quals)
-	{
-		Node	   *qual = lfirst(lc);
-		OpExpr	   *op;
-		char	   *name;
-		TimeTerm	x;
-		TimeTerm	y;
-		bool		less;
-		Interval   *bound;
-
-		if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
-			continue;
-		op = (OpExpr *) qual;
-		name = get_opname(op->opno);
-		if (name == NULL || (strcmp(name, "<") != 0 && strcmp(name, "<=") != 0 &&
-							 strcmp(name, ">") != 0 && strcmp(name, ">=") != 0))
-			continue;
-		if (!time_term(linitial(op->args), &x) || !time_term(lsecond(op->args), &y))
-			continue;
-		less = (name[0] == '<');
-		/* x.var + x.off op y.var + y.off: x.var - y.var op y.off - x.off */
-		if (x.varno == right_rti && y.varno == 1)
-			bound = interval_sub(&y.offset, &x.offset);
-		else if (x.varno == 1 && y.varno == right_rti)
-		{
-			/* left - right op c: right - left (flipped op) -c */
-			bound = interval_sub(&x.offset, &y.offset);
-			less = !less;
-		}
-		else
-			continue;
-		if (less && (upper == NULL || interval_less(bound, upper)))
-			upper = bound;
-		else if (!less && (lower == NULL || interval_less(lower, bound)))
-			lower = bound;
-	}
-	if (lower == NULL || upper == NULL)
-		return NULL;
-	lower = interval_abs(lower);
-	upper = interval_abs(upper);
-	return interval_less(lower, upper) ? upper : lower;
-}
-
-Index
-sjoin_right_rti(Query *q)
-{
-	ListCell   *lc;
-
-	foreach(lc, q->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-		Index		rti = foreach_current_index(lc) + 1;
-
-		if (rti > 1 && rte->rtekind == RTE_RELATION && catalog_is_stream(rte->relid))
-			return rti;
-	}
-	return 0;
-}
-
-Oid
-sjoin_right_stream(Query *q)
-{
-	Index		rti = sjoin_right_rti(q);
-
-	return rti ? rt_fetch(rti, q->rtable)->relid : InvalidOid;
-}
-
-void
-sjoin_check_from(Query *q, Index right_rti, const char *querytext, const char *what)
-{
-	Oid			left = rt_fetch(1, q->rtable)->relid;
-	Oid			right = rt_fetch(right_rti, q->rtable)->relid;
-	Oid			sides[2] = {left, right};
-
-	catalog_require_table("stream_joins", "joins of two streams");
-	if (left == right)
-		sjoin_refuse(what, "a join of a stream with itself",
-					 "A batch of a stream joined to itself would have to join its own rows; only joins of two different streams are maintained.",
-					 NULL);
-	if (join_window(join_quals(q, right_rti, what), right_rti) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a join of two streams needs a time window in a %s", what),
-				 errdetail("Each batch joins the other stream's retained rows: the join must bound how far apart in time two joined rows may be."),
-				 errhint("Add a condition like %s.ts BETWEEN %s.ts - interval '5 minutes' AND %s.ts + interval '5 minutes' to the ON clause.",
-						 get_rel_name(right), get_rel_name(left), get_rel_name(left))));
-	for (int i = 0; i < 2; i++)
-	{
-		if (se_rel_discards_rows(sides[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("stream \"%s\" does not retain rows and cannot be joined to another stream",
-							get_rel_name(sides[i])),
-					 errdetail("It was created with retain => false: a batch of the other stream would find none of its rows."),
-					 errhint("Create the stream with retain => true (the default).")));
-	}
-}
 
 /* ---- CREATE ------------------------------------------------------------- */
 
@@ -396,7 +115,7 @@ check_retention(Oid left, Oid right, Interval *window)
 
 		if (s->relid != left && s->relid != right)
 			continue;
-		if (interval_less(retention, window))
+		if (sjoin_interval_less(retention, window))
 		{
 			char	   *w = DatumGetCString(DirectFunctionCall1(interval_out,
 																IntervalPGetDatum(window)));
@@ -425,7 +144,7 @@ sjoin_check_retention(Oid streamid, Interval *retention)
 	{
 		StreamJoinEntry *sj = lfirst(lc);
 
-		if (interval_less(retention, &sj->window))
+		if (sjoin_interval_less(retention, &sj->window))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("a retention of %s is shorter than the window of %s of continuous %s \"%s\"",
@@ -442,15 +161,12 @@ sjoin_check_retention(Oid streamid, Interval *retention)
 static Interval *
 create_common(Query *q, Oid *left, Oid *right)
 {
-	Index		rti = sjoin_right_rti(q);
-	Interval   *window;
+	Interval   *window = sjoin_window(q);
 
 	*left = rt_fetch(1, q->rtable)->relid;
-	*right = rt_fetch(rti, q->rtable)->relid;
-	window = join_window(join_quals(q, rti, "continuous view"), rti);
+	*right = sjoin_right_stream(q);
 	Assert(window != NULL);
 	check_retention(*left, *right, window);
-	ddl_check_creator_rls(*right);
 
 	/*
 	 * Writers of the second stream wait until we commit, as those of the
@@ -563,11 +279,7 @@ typedef struct SJoinUnit
 static void
 check_owner_rls(Oid streamid, SJoinUnit *u)
 {
-	bool		enabled;
-	bool		forced;
-
-	stream_rls_flags(streamid, &enabled, &forced);
-	if (stream_rls_applies(streamid, u->cat.owner, enabled, forced))
+	if (check_enable_rls(streamid, u->cat.owner, true) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cannot maintain continuous view \"%s\": row-level security of stream \"%s\" applies to its owner %s",
@@ -625,7 +337,7 @@ static const SeBatchOps sjoin_view_ops = {
 	.prepare = unit_prepare,
 	.run = unit_run,
 	.materialize = true,
-	.plan_rows = MAINT_PLAN_ROWS,
+	/* plan_rows: the views trigger registers the batch for its units */
 	.invalid_kind = "continuous view",
 };
 

@@ -15,6 +15,7 @@
 
 #include "maintain/trigger.h"
 #include "query/analyze.h"
+#include "query/sjoin_window.h"
 
 /* which stream's batch an entry maintains (SeBatchEntry.sjoin_side) */
 #define SJOIN_NONE	0
@@ -22,23 +23,12 @@
 #define SJOIN_RIGHT 2			/* the second stream */
 
 /*
- * From joins_check_from(): q's FROM joins stream rti 1 and stream
- * right_rti.  Refuses what cannot be maintained (a self-join, outer joins
- * of the two streams, no time window bounding the join both ways, a stream
- * that retains no rows) with 0A000.
- */
-extern void sjoin_check_from(Query *q, Index right_rti, const char *querytext,
-							 const char *what);
-
-/* q's second stream, or InvalidOid: q reads one stream */
-extern Oid	sjoin_right_stream(Query *q);
-
-/*
  * CREATE of a continuous view joining two streams (after its maintenance
  * statements were made): check the streams' retention against the window,
- * lock the second stream against writers, check row-level security on it,
- * record the statements of its batches.  dq: the delta, or NULL (upsert);
- * auxrels: the count(DISTINCT) side tables, in plan->aggs' order.
+ * lock the second stream against writers, record the statements of its
+ * batches.  dq: the delta, or NULL (upsert); auxrels: the count(DISTINCT)
+ * side tables, in plan->aggs' order.  (Row-level security on the second
+ * stream is checked by ddl/create_view.c, as on the first.)
  */
 extern void sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq,
 							  const char *dq, List *auxrels);
@@ -56,9 +46,6 @@ extern void sjoin_create_transform(Query *q, Oid viewid, const char *vq,
  * the window of a join it is a side of (NULL: rows kept, always fine).
  */
 extern void sjoin_check_retention(Oid streamid, Interval *retention);
-
-/* the range-table index of q's second stream (joins_set_batch_rti()) */
-extern Index sjoin_right_rti(Query *q);
 
 /*
  * The views trigger of streamid (maintain/maintain.c): a unit (SeBatchEntry
