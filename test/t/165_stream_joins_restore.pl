@@ -26,11 +26,12 @@ sql('src', qq{
 CREATE EXTENSION stream_ext;
 SELECT stream_ext.create_stream('orders', 'k int, qty int, ts timestamptz');
 SELECT stream_ext.create_stream('ships', 'k int, w int, ts timestamptz');
+-- the examples of docs/joins.md
 CREATE VIEW pairs_per_key WITH (continuous) AS
-  SELECT o.k, count(*) AS pairs, sum(o.qty * s.w) AS weighted
+  SELECT o.k, count(*) AS pairs, sum(o.qty * s.w) AS weighted, count(DISTINCT s.w) AS ws
     FROM orders o JOIN ships s ON $window GROUP BY o.k;
 CREATE VIEW order_ships WITH (continuous) AS
-  SELECT o.k, o.qty, s.w FROM orders o JOIN ships s ON $window;
+  SELECT o.k, o.qty, s.w, o.ts AS ots, s.ts AS sts FROM orders o JOIN ships s ON $window;
 });
 
 my $seed = 0;
@@ -52,14 +53,18 @@ sub load
 my $check = qq{
 SELECT (SELECT count(*) FROM (
           (TABLE pairs_per_key EXCEPT ALL
-           SELECT o.k, count(*), sum(o.qty * s.w) FROM orders o JOIN ships s ON $window GROUP BY o.k)
+           SELECT o.k, count(*), sum(o.qty * s.w), count(DISTINCT s.w)
+             FROM orders o JOIN ships s ON $window GROUP BY o.k)
           UNION ALL
-          (SELECT o.k, count(*), sum(o.qty * s.w) FROM orders o JOIN ships s ON $window GROUP BY o.k
+          (SELECT o.k, count(*), sum(o.qty * s.w), count(DISTINCT s.w)
+             FROM orders o JOIN ships s ON $window GROUP BY o.k
            EXCEPT ALL TABLE pairs_per_key)) d)
      + (SELECT count(*) FROM (
-          (TABLE order_ships EXCEPT ALL SELECT o.k, o.qty, s.w FROM orders o JOIN ships s ON $window)
+          (TABLE order_ships EXCEPT ALL
+           SELECT o.k, o.qty, s.w, o.ts, s.ts FROM orders o JOIN ships s ON $window)
           UNION ALL
-          (SELECT o.k, o.qty, s.w FROM orders o JOIN ships s ON $window EXCEPT ALL TABLE order_ships)) d)
+          (SELECT o.k, o.qty, s.w, o.ts, s.ts FROM orders o JOIN ships s ON $window
+           EXCEPT ALL TABLE order_ships)) d)
        AS differing,
        (SELECT count(*) FROM order_ships) > 0 AS pairs};
 
