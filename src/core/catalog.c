@@ -832,8 +832,7 @@ lookup_views(const char *column, Oid relid, MemoryContext mcxt)
 				   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
 				   " WHERE v.%s = $1 ORDER BY v.matrel::oid",
 				   window_columns, notify, delta,
-				   view_catalog_has_column("query_sql") ?
-				   "v.query_sql" : "NULL::pg_catalog.text",
+				   "v.definition",
 				   column);
 	/* the entries, their strings and the list in mcxt */
 	old = MemoryContextSwitchTo(mcxt);
@@ -860,23 +859,6 @@ List *
 catalog_views_of_stream(Oid streamid, MemoryContext mcxt)
 {
 	return lookup_views("stream", streamid, mcxt);
-}
-
-/*
- * Record the view's query with every name schema-qualified (deparsed with
- * search_path pinned): maintenance analyzes it again (maintain/maintain.c).
- */
-void
-catalog_set_view_query(Oid viewid, const char *query_sql)
-{
-	CatalogArgs args = {0};
-
-	if (!view_catalog_has_column("query_sql"))
-		return;					/* before ALTER EXTENSION UPDATE: not shared */
-	arg_oid(&args, viewid);
-	arg_text(&args, query_sql);
-	catalog_write_one("UPDATE stream_ext.view_catalog SET query_sql = $2 WHERE view = $1",
-					  &args, "the query of continuous view", viewid);
 }
 
 /*

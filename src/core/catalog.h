@@ -29,8 +29,8 @@ typedef struct ViewCatalogEntry
 	Oid			deltaid;		/* the delta batches append to, or Invalid:
 								 * the view upserts (docs/internals.md) */
 	char	   *compact_sql;	/* folds the delta into the matrel, or NULL */
-	char	   *query_sql;		/* the view's query, schema-qualified; NULL
-								 * before 0.3 */
+	char	   *query_sql;		/* the view's recorded definition (every name
+								 * schema-qualified since 0.3) */
 } ViewCatalogEntry;
 
 /* is the extension installed in this database? */
@@ -59,7 +59,6 @@ extern void catalog_set_delta(Oid viewid, Oid deltaid, const char *compact_sql);
 extern bool catalog_lookup_view_by_matrel(Oid matrelid,
 										  ViewCatalogEntry *entry,
 										  MemoryContext mcxt);
-extern void catalog_set_view_query(Oid viewid, const char *query_sql);
 extern List *catalog_views_of_stream(Oid streamid, MemoryContext mcxt);
 extern Oid	catalog_stream_of(Oid relid);
 extern void catalog_read_latest_begin(void);

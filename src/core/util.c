@@ -20,13 +20,17 @@
 #include "catalog/pg_trigger.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
+#include "catalog/index.h"
+#include "commands/defrem.h"
 #include "commands/trigger.h"
+#include "parser/parse_utilcmd.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
@@ -48,6 +52,14 @@ se_relation_owner(Oid relid)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/* "schema"."name" of relation relid, quoted as needed */
+char *
+se_qualified_relname(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
 }
 
 /* record that object (classid, objid) depends on (refclassid, refobjid) */
@@ -182,6 +194,43 @@ se_create_statement_trigger(Oid relid, const char *trigname, int16 timing,
 	address = CreateTrigger(stmt, NULL, relid, InvalidOid, InvalidOid,
 							InvalidOid, InvalidOid, InvalidOid, NULL,
 							false, false);
+	CommandCounterIncrement();
+	return address.objectId;
+}
+
+/*
+ * CREATE [UNIQUE] INDEX ON relid USING method (columns) [NULLS NOT
+ * DISTINCT], through DefineIndex() as PostgreSQL's CREATE INDEX runs it:
+ * no SQL text to parse, no name to look up again, no pass through the
+ * utility hooks.  The index is named as CREATE INDEX without a name would
+ * name it (ChooseIndexName()).  Columns are names (char *); method NULL is
+ * btree.  Returns the index's OID.
+ */
+Oid
+se_create_index(Oid relid, List *columns, const char *method, bool unique,
+				bool nulls_not_distinct)
+{
+	IndexStmt  *stmt = makeNode(IndexStmt);
+	ObjectAddress address;
+	ListCell   *lc;
+
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+								  get_rel_name(relid), -1);
+	stmt->accessMethod = pstrdup(method ? method : DEFAULT_INDEX_TYPE);
+	foreach(lc, columns)
+	{
+		IndexElem  *elem = makeNode(IndexElem);
+
+		elem->name = pstrdup((char *) lfirst(lc));
+		elem->ordering = SORTBY_DEFAULT;
+		elem->nulls_ordering = SORTBY_NULLS_DEFAULT;
+		stmt->indexParams = lappend(stmt->indexParams, elem);
+	}
+	stmt->unique = unique;
+	stmt->nulls_not_distinct = nulls_not_distinct;
+	stmt = transformIndexStmt(relid, stmt, NULL);
+	address = DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
+						  false, true, true, false, false);
 	CommandCounterIncrement();
 	return address.objectId;
 }

@@ -37,6 +37,7 @@ se_timestamp_to_unix_ms(TimestampTz ts)
 extern bool stream_ext_preloaded;
 
 extern Oid	se_relation_owner(Oid relid);
+extern char *se_qualified_relname(Oid relid);
 extern void se_record_dependency(Oid classid, Oid objid, Oid refclassid,
 								 Oid refobjid, DependencyType type);
 extern bool se_dependency_exists(Oid classid, Oid objid, Oid refclassid,
@@ -54,6 +55,8 @@ extern Oid	se_create_statement_trigger(Oid relid, const char *trigname,
 										int16 timing, int16 events,
 										const char *funcname, const char *arg,
 										const char *newtable);
+extern Oid	se_create_index(Oid relid, List *columns, const char *method,
+							bool unique, bool nulls_not_distinct);
 extern void se_create_guard_trigger(Oid relid);
 extern void se_run_sql(const char *sql);
 

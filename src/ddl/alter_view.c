@@ -8,11 +8,12 @@
  *		allowed_lateness	how late rows may arrive (a view with it)
  *		notify				the NOTIFY channel of each batch, or none
  *
- * Each is a value in stream_ext's catalog that maintenance, TTL or the
- * batch trigger reads when it runs; the change takes effect with the next
- * batch (TTL: the next run_maintenance()), in every session (the view's
- * relcache entry is invalidated, which drops the batch triggers' cached
- * entries).  Options fixed by the view's materialization -- its windows,
+ * Which options there are, which of them ALTER VIEW may change and how,
+ * is ddl/view_options.c's table.  Each is a value in stream_ext's catalog
+ * that maintenance, TTL or the batch trigger reads when it runs; the
+ * change takes effect with the next batch (TTL: the next
+ * run_maintenance()), in every session (the view's relcache entry is
+ * invalidated, which drops the batch triggers' cached entries).  Options fixed by the view's materialization -- its windows,
  * sessions, ttl_column, emit, whether it has ttl or lateness at all --
  * change with CREATE OR REPLACE VIEW (ddl/replace_view.c); ALTER VIEW says
  * so.  PostgreSQL's own view options (security_barrier, ...) are left to
@@ -32,73 +33,10 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
-#include "utils/timestamp.h"
 
 #include "core/catalog.h"
 #include "ddl/alter_view.h"
-#include "maintain/transform.h"
-
-/* the options of a continuous view that ALTER VIEW can change */
-typedef enum AlterableOption
-{
-	OPT_TTL,
-	OPT_ALLOWED_LATENESS,
-	OPT_NOTIFY
-} AlterableOption;
-
-static const struct
-{
-	const char *name;
-	AlterableOption opt;
-} alterable[] = {
-	{"ttl", OPT_TTL},
-	{"allowed_lateness", OPT_ALLOWED_LATENESS},
-	{"notify", OPT_NOTIFY},
-};
-
-/* the options of CREATE VIEW ... WITH (continuous, ...) that only a rebuild changes */
-static const char *const fixed[] = {
-	"continuous", "ttl_column", "emit", "output_stream", "session_gap",
-	"time_column", "sliding_window", "step", NULL
-};
-
-static int
-alterable_index(const char *name)
-{
-	for (int i = 0; i < lengthof(alterable); i++)
-		if (strcmp(alterable[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static bool
-is_fixed(const char *name)
-{
-	for (int i = 0; fixed[i] != NULL; i++)
-		if (strcmp(fixed[i], name) == 0)
-			return true;
-	return false;
-}
-
-static Interval *
-interval_option(DefElem *def, bool positive)
-{
-	Interval   *iv = DatumGetIntervalP(DirectFunctionCall3(interval_in,
-														   CStringGetDatum(defGetString(def)),
-														   ObjectIdGetDatum(InvalidOid),
-														   Int32GetDatum(-1)));
-	Interval	zero = {0};
-	int			cmp = DatumGetInt32(DirectFunctionCall2(interval_cmp,
-														IntervalPGetDatum(iv),
-														IntervalPGetDatum(&zero)));
-
-	if (cmp < 0 || (positive && cmp == 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be %s", def->defname,
-						positive ? "a positive interval" : "an interval of zero or more")));
-	return iv;
-}
+#include "ddl/view_options.h"
 
 /*
  * ALTER VIEW/TABLE on relation stmt->relation: if it is a continuous view
@@ -135,10 +73,13 @@ ddl_alter_view_options(AlterTableStmt *stmt)
 		foreach(oc, (List *) cmd->def)
 		{
 			DefElem    *def = lfirst(oc);
+			bool		alterable;
 
-			if (alterable_index(def->defname) >= 0)
+			if (!view_option_known(def->defname, &alterable))
+				theirs = true;
+			else if (alterable)
 				ours = true;
-			else if (is_fixed(def->defname))
+			else
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("option \"%s\" of continuous view \"%s\" cannot be changed with ALTER VIEW",
@@ -146,8 +87,6 @@ ddl_alter_view_options(AlterTableStmt *stmt)
 						 errdetail("It is part of how the view's materialization is built."),
 						 errhint("Use CREATE OR REPLACE VIEW %s WITH (continuous, %s = ...) AS ...",
 								 stmt->relation->relname, def->defname)));
-			else
-				theirs = true;
 		}
 	}
 	if (!ours)
@@ -171,52 +110,7 @@ ddl_alter_view_options(AlterTableStmt *stmt)
 		ListCell   *oc;
 
 		foreach(oc, (List *) cmd->def)
-		{
-			DefElem    *def = lfirst(oc);
-
-			switch (alterable[alterable_index(def->defname)].opt)
-			{
-				case OPT_TTL:
-					if (!catalog_view_has_ttl(viewid))
-						ereport(ERROR,
-								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-								 errmsg("continuous view \"%s\" has no ttl", stmt->relation->relname),
-								 errhint("Add one with CREATE OR REPLACE VIEW %s WITH (continuous, ttl = ..., ttl_column = ...) AS ...",
-										 stmt->relation->relname)));
-					if (reset)
-						catalog_set_view_ttl(viewid, NULL, NULL, NULL);
-					else
-						catalog_update_view_option(viewid, "ttl", INTERVALOID,
-												   IntervalPGetDatum(interval_option(def, true)));
-					break;
-				case OPT_ALLOWED_LATENESS:
-					if (!catalog_view_has_lateness(viewid))
-						ereport(ERROR,
-								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-								 errmsg("continuous view \"%s\" has no allowed_lateness", stmt->relation->relname),
-								 errhint("Add it with CREATE OR REPLACE VIEW %s WITH (continuous, allowed_lateness = ...) AS ...",
-										 stmt->relation->relname)));
-					if (reset)
-						ereport(ERROR,
-								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-								 errmsg("allowed_lateness of continuous view \"%s\" cannot be reset", stmt->relation->relname),
-								 errhint("Set it to 0, or use CREATE OR REPLACE VIEW without it.")));
-					catalog_update_view_option(viewid, "allowed_lateness", INTERVALOID,
-											   IntervalPGetDatum(interval_option(def, false)));
-					break;
-				case OPT_NOTIFY:
-					{
-						CVOptions	opts;
-
-						opts.notify = NULL;
-						if (!reset)
-							(void) cv_take_options(list_make1(def), &opts);
-						catalog_update_view_option(viewid, "notify", TEXTOID,
-												   opts.notify ? CStringGetTextDatum(opts.notify) : (Datum) 0);
-					}
-					break;
-			}
-		}
+			view_option_alter(viewid, stmt->relation->relname, lfirst(oc), reset);
 	}
 	/* the batch triggers' cached entries of this view go */
 	CacheInvalidateRelcacheByRelid(viewid);

@@ -4,12 +4,22 @@
  *	  CREATE VIEW ... WITH (continuous).  PostgreSQL's grammar cannot be
  *	  extended, so CREATE CONTINUOUS VIEW is spelled that way; the utility
  *	  hook (ddl/utility.c) hands it here, and the continuous view is built
- *	  in the same transaction: materialization table and its unique index,
- *	  the delta batches append to (unless the view upserts, see
- *	  cv_appends()), side tables for count(DISTINCT), the user-facing view, the
- *	  maintenance trigger on the stream, dependencies, catalog entry and
- *	  the backfill from rows the stream already holds.  An error anywhere
- *	  rolls all of it back.
+ *	  in the same transaction, in phases (ddl_create_view()):
+ *
+ *		options		create_options(): the table of ddl/view_options.c
+ *		analyze		create_analyze(): the plan, each option checked against
+ *					it, the creator's right to read, the stream locked
+ *		build		create_build(): materialization and its indexes, the
+ *					delta batches append to (unless the view upserts, see
+ *					cv_appends()), side tables for count(DISTINCT), the
+ *					user-facing view, dependencies, the stream's trigger
+ *		record		create_record(): catalog rows
+ *		backfill	create_view_backfill(): from rows the stream holds
+ *		describe	create_describe(): comments
+ *
+ *	  A query without aggregates is a transform (ddl/create_transform.c);
+ *	  the steps both take are ddl/create_steps.c's.  An error anywhere rolls
+ *	  all of it back.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,16 +59,15 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "ddl/create_steps.h"
+#include "ddl/create_transform.h"
 #include "ddl/create_view.h"
 #include "ddl/replace_view.h"
-#include "housekeeping/retention.h"
+#include "ddl/view_options.h"
 #include "maintain/maintain.h"
-#include "maintain/transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
 #include "query/stream_joins.h"
-#include "windows/lateness.h"
-#include "windows/sessions.h"
 #include "windows/windows.h"
 
 /* stream_ext.notify_pgrst: tell PostgREST to reload its schema cache */
@@ -107,16 +116,6 @@ ddl_take_continuous_option(ViewStmt *stmt, List **cvopts)
 	return continuous;
 }
 
-static void
-reject_unknown_options(List *options)
-{
-	if (options != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unrecognized continuous view option \"%s\"",
-						((DefElem *) linitial(options))->defname)));
-}
-
 /*
  * Fillfactor of a materialization.  A batch updates each group's row once
  * per maintenance statement (once for the states, once more per
@@ -138,37 +137,6 @@ matrel_fillfactor(CVPlan *plan)
 			updates++;
 	}
 	return Max(100 / (updates + 1), 10);
-}
-
-/* run a maintenance statement over the whole stream with a fresh snapshot */
-static void
-backfill(const char *sql)
-{
-	SPIPlanPtr	plan;
-	int			rc;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	se_materialize_begin();
-	PG_TRY();
-	{
-		plan = SPI_prepare(sql, 0, NULL);
-		if (plan == NULL)
-			elog(ERROR, "stream_ext: could not prepare backfill: %s",
-				 SPI_result_code_string(SPI_result));
-		rc = SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(),
-								  InvalidSnapshot, false, true, 0);
-		if (rc < 0)
-			elog(ERROR, "stream_ext: backfill failed: %s", SPI_result_code_string(rc));
-		SPI_freeplan(plan);
-	}
-	PG_CATCH();
-	{
-		se_materialize_end();
-		se_rethrow_short_context(cxt, list_make1((char *) sql),
-								 "backfill of the new continuous view from the rows already in its stream");
-	}
-	PG_END_TRY();
-	se_materialize_end();
 }
 
 /*
@@ -213,27 +181,6 @@ comment_columns(Query *query, CVPlan *plan, const char *vq)
 		se_run_sql(psprintf("COMMENT ON COLUMN %s.%s IS %s", vq,
 						 quote_identifier(colname), quote_literal_cstr(comment)));
 	}
-}
-
-/*
- * A continuous view or transform reads every row inserted into its stream;
- * it cannot apply row-level security policies to them, so it may only be
- * created by a role the stream's policies do not restrict.
- */
-static void
-check_creator_rls(Oid streamid)
-{
-	bool		enabled;
-	bool		forced;
-
-	stream_rls_flags(streamid, &enabled, &forced);
-	if (stream_rls_applies(streamid, GetUserId(), enabled, forced))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot create a continuous view over stream \"%s\": row-level security applies to you",
-						get_rel_name(streamid)),
-				 errdetail("A continuous view aggregates every row inserted into its stream and cannot apply row-level security policies to them."),
-				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
 }
 
 /* stream_ext.maintain_views(), or InvalidOid before ALTER EXTENSION UPDATE */
@@ -292,8 +239,6 @@ create_maintenance_trigger(Oid streamid, Oid viewid, Oid matrelid, const char *m
 	char	   *trigname = OidIsValid(funcid) ? "stream_ext_maintain" :
 		psprintf("stream_ext_maintain_%u", matrelid);
 	const char *base = trigname;
-	Oid			trigid;
-	SeRunAs		runas;
 
 	if (!OidIsValid(funcid) || !OidIsValid(views_trigger_of(streamid, funcid)))
 	{
@@ -301,21 +246,11 @@ create_maintenance_trigger(Oid streamid, Oid viewid, Oid matrelid, const char *m
 		for (int n = 2; OidIsValid(get_trigger_oid(streamid, trigname, true)); n++)
 			trigname = psprintf("%s_%d", base, n);
 
-		/*
-		 * Reading a stream is enough to build a view over it, but a trigger
-		 * can only be created by the stream's owner: create this fixed one
-		 * as the owner.  It runs maintenance as each view's owner, not the
-		 * stream's.
-		 */
-		se_run_as_role(&runas, se_relation_owner(streamid));
-		trigid = se_create_statement_trigger(streamid, trigname, TRIGGER_TYPE_AFTER,
-											 TRIGGER_TYPE_INSERT,
-											 OidIsValid(funcid) ? "maintain_views" : "maintain",
-											 OidIsValid(funcid) ? NULL : mq, CV_NEW_ROWS);
-		se_restore(&runas);
-		if (!OidIsValid(funcid))
-			se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
-								 DEPENDENCY_AUTO);
+		/* as the stream's owner; before 0.3, the view's own trigger */
+		(void) create_stream_trigger(streamid, trigname,
+									 OidIsValid(funcid) ? "maintain_views" : "maintain",
+									 OidIsValid(funcid) ? NULL : mq,
+									 OidIsValid(funcid) ? InvalidOid : viewid);
 	}
 	CacheInvalidateRelcacheByRelid(streamid);
 }
@@ -348,41 +283,34 @@ ddl_drop_unused_views_triggers(void)
 		CommandCounterIncrement();
 }
 
-void
-ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
-				int stmt_location, int stmt_len)
+/*
+ * A continuous view being created: what each phase of the pipeline below
+ * hands to the next.
+ */
+typedef struct ViewBuild
 {
-	SessionSpec session;
-	LatenessSpec lateness;
-	List	   *window_opts;
-	TtlSpec		ttl;
-	CVOptions	opts;
-	RawStmt    *raw;
-	Query	   *query;
+	ViewStmt   *stmt;
+	CVOptions opts;			/* options phase */
+	Query	   *query;			/* analyze phase: as the user wrote it */
 	CVPlan		plan;
-	Oid			nspid;
-	Oid			existing;
-	char	   *nspname;
-	char	   *viewname = stmt->view->relname;
-	char	   *matrelname;
-	char	   *definition;
-	char	   *query_sql;
-	bool		appends;
-	char	   *dq = NULL;
-	Oid			deltaid = InvalidOid;
-	char	   *mq;
-	char	   *sq;
-	char	   *vq;
-	Oid			matrelid;
-	Oid			viewid;
-	char	   *maintain_sql;
-	List	   *distinct_sql = NIL;
-	List	   *backfill_sql = NIL;
-	List	   *auxids = NIL;
-	ListCell   *lc;
-	int			nestlevel;
 	ReplaceState replace;
+	Oid			nspid;
+	char	   *nspname;
+	char	   *definition;		/* build phase: deparsed, names qualified */
+	bool		appends;		/* batches append to a delta */
+	char	   *maintain_sql;	/* the per-batch statement */
+	List	   *distinct_sql;	/* per count(DISTINCT): its side table's */
+	List	   *backfill_sql;	/* ... and its backfill */
+	char	   *bsq;			/* the backfill's FROM: the stream, or its rows
+								 * since backfill_from */
+	List	   *replay_distinct;	/* backfill = 'kafka': per count(DISTINCT) */
+	ViewObjects obj;			/* the objects made */
+} ViewBuild;
 
+/* phase 1: the statement and its options (ddl/view_options.c) */
+static void
+create_options(ViewStmt *stmt, List *cvopts, CVOptions *opts)
+{
 	if (!stream_ext_installed())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -396,146 +324,133 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
-	cvopts = sessions_take_options(cvopts, &session);
-	cvopts = window_take_options(cvopts, &window_opts);
-	cvopts = lateness_take_options(cvopts, &lateness);
-	cvopts = retention_take_options(cvopts, &ttl);
-	cvopts = cv_take_options(cvopts, &opts);
-	reject_unknown_options(cvopts);
+	view_options_parse(cvopts, opts);
+}
 
-	/* analyze the query as the user wrote it, with the user's search_path */
-	raw = makeNode(RawStmt);
-	raw->stmt = copyObject(stmt->query);
-	raw->stmt_location = stmt_location;
-	raw->stmt_len = stmt_len;
-	query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
-	if (transform_applies(query))
-	{
-		/* no aggregates: a continuous transform (maintain/transform.c) */
-		if (session.enabled || window_opts != NIL || lateness.enabled || ttl.enabled)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("window, session, lateness and ttl options are not supported for continuous transforms"),
-					 errdetail("A view without aggregates or GROUP BY is a continuous transform.")));
-		if (list_length(query->rtable) >= 1 &&
-			linitial_node(RangeTblEntry, query->rtable)->rtekind == RTE_RELATION)
-			check_creator_rls(linitial_node(RangeTblEntry, query->rtable)->relid);
-		/* and on the second stream of a join (query/stream_joins.c) */
-		if (OidIsValid(sjoin_right_stream(query)))
-			check_creator_rls(sjoin_right_stream(query));
-		transform_create(stmt, query, queryString, &opts);
-		ddl_notify_pgrst_reload();
-		return;
-	}
-	cv_check_view_options(&opts);
+/*
+ * Phase 2 of an aggregate view: the plan (query/analyze.c), each option
+ * checked against it, the creator's right to read, the stream locked, the
+ * name free (or a continuous view being replaced).
+ */
+static void
+create_analyze(ViewBuild *cv, const char *queryString)
+{
+	CVOptions *opts = &cv->opts;
+
+	view_options_check_kind(opts, false);
 	{
 		/* FROM stream, stream_ext.hop(...): a copy reading the stream alone */
 		CVWindow   *hop;
-		Query	   *rewritten = window_rewrite_hop(query, queryString, &hop);
+		Query	   *rewritten = window_rewrite_hop(cv->query, queryString, &hop);
 
-		cv_analyze(rewritten, queryString, stmt->aliases, hop, &plan);
+		cv_analyze(rewritten, queryString, cv->stmt->aliases, hop, &cv->plan);
 	}
-	if (joins_has_tables(plan.query) &&
-		(session.enabled || lateness.enabled ||
-		 (plan.window && plan.window->kind != CV_WINDOW_TUMBLING) ||
-		 window_opts != NIL))
+	if (joins_has_tables(cv->plan.query) &&
+		(opts->session.enabled || opts->lateness.enabled ||
+		 (cv->plan.window && cv->plan.window->kind != CV_WINDOW_TUMBLING) ||
+		 opts->window != NIL))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a join is not supported in a continuous view with session windows, sliding or hopping windows, allowed_lateness or emit"),
 				 errdetail("A joined continuous view may group by tumble() or any other expression of the stream and the tables.")));
-	window_apply_options(&plan, window_opts, session.enabled);
-	if (session.enabled)
-		sessions_validate(&session, &plan);
-	if (ttl.enabled)
-		retention_validate(&ttl, &plan, session.enabled);
+	view_options_validate(opts, &cv->plan);
 
-	/* the creator must be able to read everything the view reads */
-	ExecCheckRTPerms(query->rtable, true);
-
-	/* ... every row of it: no row-level security may hide any from them */
-	check_creator_rls(plan.streamid);
-	if (OidIsValid(sjoin_right_stream(plan.query)))
-		check_creator_rls(sjoin_right_stream(plan.query));
-
-	/*
-	 * Keep writers out of the stream until we commit: rows committed before
-	 * are backfilled, rows inserted after see the maintenance trigger.
-	 */
-	LockRelationOid(plan.streamid, ShareRowExclusiveLock);
+	create_check_reader(cv->query, cv->plan.streamid);
+	create_lock_stream(cv->plan.streamid);
 
 	/* CREATE OR REPLACE of an existing continuous view (ddl/replace_view.c) */
-	replace_begin(stmt, &replace);
-	nspid = RangeVarGetAndCheckCreationNamespace(stmt->view, NoLock, &existing);
-	if (OidIsValid(existing) && !replace.replacing)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_TABLE),
-				 errmsg("relation \"%s\" already exists", viewname)));
-	nspname = get_namespace_name(nspid);
-	matrelname = ChooseRelationName(viewname, NULL, "mrel", nspid, false);
+	replace_begin(cv->stmt, &cv->replace);
+	cv->nspid = create_namespace(cv->stmt, cv->replace.replacing);
+	cv->nspname = get_namespace_name(cv->nspid);
+}
 
-	/*
-	 * From here on every name we write or read is schema-qualified, and
-	 * every text we generate or deparse (constants, intervals) is made
-	 * under the pinned settings of src/core/security.c.
-	 */
-	nestlevel = se_pin_settings(NULL);
-	query_sql = pg_get_querydef(query, false);
+/*
+ * CREATE TABLE of a part of the view: SQL text, whose column types the
+ * parser resolves.  Returns its OID; the caller adds indexes (through
+ * DefineIndex()) and then the guard trigger (only maintenance writes it).
+ */
+static Oid
+create_table(ViewBuild *cv, const char *name, const char *sql)
+{
+	se_run_sql(sql);
+	return get_relname_relid(name, cv->nspid);
+}
+
+/*
+ * Phase 3, settings pinned: the materialization (sessions: windows/
+ * sessions.c's), the delta, the side tables of count(DISTINCT), the
+ * user-facing view, their dependencies and the stream's trigger.
+ */
+static void
+create_build(ViewBuild *cv)
+{
+	CVPlan	   *plan = &cv->plan;
+	ViewObjects *obj = &cv->obj;
+	SessionSpec *session = &cv->opts.session;
+	char	   *viewname = cv->stmt->view->relname;
+	char	   *matrelname = ChooseRelationName(viewname, NULL, "mrel", cv->nspid, false);
+	char	   *mq;
+	char	   *dq = NULL;
+	ListCell   *lc;
 
 	/*
 	 * The recorded definition names everything outside pg_catalog with its
-	 * schema, so that it can be analyzed again whatever the search_path
-	 * (stream_ext.combine(), distributed views).
+	 * schema (search_path is pinned), so that it can be analyzed again
+	 * whatever the search_path: by maintenance to share a batch's
+	 * aggregation among views (maintain/maintain.c), stream_ext.combine(),
+	 * distributed views.
 	 */
-	definition = pg_get_querydef(query, true);
+	cv->definition = pg_get_querydef(cv->query, true);
 
-	SPI_connect();
+	/* checks that generate SQL: after the settings are pinned */
+	view_options_prepare(&cv->opts, plan, cv->query);
 
-	/* generates SQL: after the settings are pinned */
-	if (lateness.enabled)
-		lateness_validate(&lateness, &plan, query, plan.streamid,
-						  session.enabled ? &session : NULL);
+	obj->plan = plan;
+	obj->query = cv->query;
+	obj->mq = mq = quote_qualified_identifier(cv->nspname, matrelname);
+	obj->sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan->streamid)),
+										 get_rel_name(plan->streamid));
+	obj->vq = quote_qualified_identifier(cv->nspname, viewname);
+	cv->bsq = backfill_stream_source(&cv->opts.backfill, obj->sq);
 
-	mq = quote_qualified_identifier(nspname, matrelname);
-	sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan.streamid)),
-									get_rel_name(plan.streamid));
-	vq = quote_qualified_identifier(nspname, viewname);
-
-	if (session.enabled)
+	if (session->enabled)
 	{
 		/* fragments, appended: see windows/sessions.c */
-		se_run_sql(psprintf("CREATE TABLE %s (%s)", mq,
-						 sessions_matrel_columns_sql(&session, cv_matrel_columns_sql(&plan))));
-		se_run_sql(sessions_index_sql(&plan, mq));
+		obj->matrelid = create_table(cv, matrelname,
+									 psprintf("CREATE TABLE %s (%s)", mq,
+											  sessions_matrel_columns_sql(session, cv_matrel_columns_sql(plan))));
+		sessions_create_index(plan, obj->matrelid);
 	}
 	else
 	{
-		se_run_sql(psprintf("CREATE TABLE %s (%s%s) WITH (fillfactor = %d)",
-						 mq, cv_matrel_columns_sql(&plan),
-						 cv_matrel_hash_column_sql(&plan), matrel_fillfactor(&plan)));
-		se_run_sql(cv_matrel_index_sql(&plan, mq));
+		obj->matrelid = create_table(cv, matrelname,
+									 psprintf("CREATE TABLE %s (%s%s) WITH (fillfactor = %d)",
+											  mq, cv_matrel_columns_sql(plan),
+											  cv_matrel_hash_column_sql(plan), matrel_fillfactor(plan)));
+		cv_create_matrel_indexes(plan, obj->matrelid);
 	}
-	matrelid = get_relname_relid(matrelname, nspid);
-	se_create_guard_trigger(matrelid);
+	se_create_guard_trigger(obj->matrelid);
 
 	/*
 	 * The delta: batches append their partial states here, compaction folds
 	 * them into the materialization (docs/internals.md, "Append mode").
 	 */
-	appends = !session.enabled && cv_appends(&plan) && catalog_has_delta();
-	if (appends)
+	cv->appends = !session->enabled && cv_appends(plan) && catalog_has_delta();
+	if (cv->appends)
 	{
-		char	   *deltaname = ChooseRelationName(viewname, NULL, "delta", nspid, false);
+		char	   *deltaname = ChooseRelationName(viewname, NULL, "delta", cv->nspid, false);
 
-		dq = quote_qualified_identifier(nspname, deltaname);
-		se_run_sql(psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(&plan),
-							cv_matrel_hash_column_sql(&plan)));
-		deltaid = get_relname_relid(deltaname, nspid);
-		se_create_guard_trigger(deltaid);
-		if (cv_group_hash_index_sql(&plan, mq))
-			se_run_sql(cv_group_hash_index_sql(&plan, mq));
+		obj->dq = dq = quote_qualified_identifier(cv->nspname, deltaname);
+		obj->deltaid = create_table(cv, deltaname,
+									psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(plan),
+											 cv_matrel_hash_column_sql(plan)));
+		se_create_guard_trigger(obj->deltaid);
+		/* an expression index: SQL text, the parser's work */
+		if (cv_group_hash_index_sql(plan, mq))
+			se_run_sql(cv_group_hash_index_sql(plan, mq));
 	}
 
-	foreach(lc, plan.aggs)
+	foreach(lc, plan->aggs)
 	{
 		CVAgg	   *agg = lfirst(lc);
 		char	   *auxname;
@@ -544,99 +459,169 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 
 		if (!agg->is_distinct)
 			continue;
-		auxname = ChooseRelationName(viewname, agg->colname, "mrel", nspid, false);
-		aq = quote_qualified_identifier(nspname, auxname);
-		se_run_sql(psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(&plan, agg)));
-		se_run_sql(cv_auxrel_index_sql(&plan, agg, aq));
-		auxid = get_relname_relid(auxname, nspid);
+		auxname = ChooseRelationName(viewname, agg->colname, "mrel", cv->nspid, false);
+		aq = quote_qualified_identifier(cv->nspname, auxname);
+		auxid = create_table(cv, auxname,
+							 psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(plan, agg)));
+		cv_create_auxrel_index(plan, agg, auxid);
 		se_create_guard_trigger(auxid);
-		auxids = lappend_oid(auxids, auxid);
-		distinct_sql = lappend(distinct_sql,
-							   cv_distinct_sql(&plan, agg, mq, aq, CV_NEW_ROWS, dq));
-		backfill_sql = lappend(backfill_sql,
-							   cv_distinct_sql(&plan, agg, mq, aq, sq, NULL));
+		obj->auxids = lappend_oid(obj->auxids, auxid);
+		cv->distinct_sql = lappend(cv->distinct_sql,
+								   cv_distinct_sql(plan, agg, mq, aq, CV_NEW_ROWS, dq));
+		cv->backfill_sql = lappend(cv->backfill_sql,
+								   cv_distinct_sql(plan, agg, mq, aq, cv->bsq, NULL));
+		if (cv->opts.backfill.replay_source)
+			cv->replay_distinct = lappend(cv->replay_distinct,
+										  cv_distinct_sql(plan, agg, mq, aq,
+														  cv->opts.backfill.replay_source, NULL));
 	}
 
-	replace_define_view(&replace, vq,
-						session.enabled ?
-						cv_view_select_sql(&plan, matrelid,
-										   sessions_view_source_sql(&session, &plan, mq)) :
-						window_view_select_sql(&plan, matrelid, mq, dq));
-	viewid = get_relname_relid(viewname, nspid);
+	replace_define_view(&cv->replace, obj->vq,
+						session->enabled ?
+						cv_view_select_sql(plan, obj->matrelid,
+										   sessions_view_source_sql(session, plan, mq)) :
+						window_view_select_sql(plan, obj->matrelid, mq, dq));
+	obj->viewid = get_relname_relid(viewname, cv->nspid);
 
-	maintain_sql = session.enabled ?
-		sessions_maintain_sql(&session, &plan, mq, CV_NEW_ROWS) :
-		appends ? cv_maintain_append_sql(&plan, dq, CV_NEW_ROWS) :
-		cv_maintain_sql(&plan, mq, CV_NEW_ROWS);
+	cv->maintain_sql = session->enabled ?
+		sessions_maintain_sql(session, plan, mq, CV_NEW_ROWS) :
+		cv->appends ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
+		cv_maintain_sql(plan, mq, CV_NEW_ROWS);
+
 	/*
 	 * The materialization and side tables are internal parts of the view:
 	 * DROP VIEW takes them along, and dropping them alone is refused.  They
 	 * depend on the stream, so DROP of the stream needs CASCADE.  The
 	 * stream's trigger goes with its last view (ddl_drop_unused_views_triggers()).
 	 */
-	se_record_dependency(RelationRelationId, matrelid, RelationRelationId, viewid,
+	se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId, obj->viewid,
 						 DEPENDENCY_INTERNAL);
-	se_record_dependency(RelationRelationId, matrelid, RelationRelationId,
-						 plan.streamid, DEPENDENCY_NORMAL);
-	joins_record_dependencies(plan.query, matrelid);
-	foreach(lc, auxids)
+	se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
+						 plan->streamid, DEPENDENCY_NORMAL);
+	joins_record_dependencies(plan->query, obj->matrelid);
+	foreach(lc, obj->auxids)
 		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
-							 viewid, DEPENDENCY_INTERNAL);
-	if (appends)
-		se_record_dependency(RelationRelationId, deltaid, RelationRelationId, viewid,
+							 obj->viewid, DEPENDENCY_INTERNAL);
+	if (cv->appends)
+		se_record_dependency(RelationRelationId, obj->deltaid, RelationRelationId, obj->viewid,
 							 DEPENDENCY_INTERNAL);
-	create_maintenance_trigger(plan.streamid, viewid, matrelid, mq);
+	create_maintenance_trigger(plan->streamid, obj->viewid, obj->matrelid, mq);
 	/* a join of two streams: the second one's trigger too (query/stream_joins.c) */
-	if (OidIsValid(sjoin_right_stream(plan.query)))
-		create_maintenance_trigger(sjoin_right_stream(plan.query), viewid, matrelid, mq);
+	if (OidIsValid(sjoin_right_stream(plan->query)))
+		create_maintenance_trigger(sjoin_right_stream(plan->query), obj->viewid,
+								   obj->matrelid, mq);
 	CommandCounterIncrement();
+}
 
-	catalog_insert_view(viewid, plan.streamid, matrelid, auxids, definition,
-						maintain_sql, distinct_sql);
+/* phase 4: stream_ext's catalog rows of the view and of each option */
+static void
+create_record(ViewBuild *cv)
+{
+	ViewObjects *obj = &cv->obj;
+
+	catalog_insert_view(obj->viewid, cv->plan.streamid, obj->matrelid, obj->auxids,
+						cv->definition, cv->maintain_sql, cv->distinct_sql);
 	/* a replaced view's old stream may have no view left */
-	if (replace.replacing)
+	if (cv->replace.replacing)
 		ddl_drop_unused_views_triggers();
-	catalog_set_view_query(viewid, query_sql);
-	if (appends)
-		catalog_set_delta(viewid, deltaid, cv_compact_sql(&plan, mq, dq));
-	if (opts.notify)
-		cv_record_notify(viewid, opts.notify);
-	if (session.enabled)
-		sessions_record(viewid, &session, sessions_compact_sql(&session, &plan, mq));
-	window_record(&plan, viewid, matrelid, dq);
-	if (ttl.enabled)
-		retention_record(viewid, &ttl, &plan, mq, dq, auxids);
-	if (OidIsValid(sjoin_right_stream(plan.query)))
-		sjoin_create_view(&plan, viewid, mq, dq, auxids);
+	if (cv->appends)
+		catalog_set_delta(obj->viewid, obj->deltaid,
+						  cv_compact_sql(&cv->plan, obj->mq, obj->dq));
+	view_options_record(&cv->opts, obj);
+	/* a join of two streams: its second stream's statements (query/stream_joins.c) */
+	if (OidIsValid(sjoin_right_stream(cv->plan.query)))
+		sjoin_create_view(&cv->plan, obj->viewid, obj->mq, obj->dq, obj->auxids);
+}
 
-	/* start from what the stream already holds */
-	if (lateness.enabled)
-		lateness_before_backfill(&lateness);
-	backfill(session.enabled ? sessions_maintain_sql(&session, &plan, mq, sq) :
-			 cv_maintain_sql(&plan, mq, sq));
-	foreach(lc, backfill_sql)
-		backfill((char *) lfirst(lc));
-	if (lateness.enabled)
-		lateness_record(viewid, &lateness, &plan, sq, vq);
+/* phase 5: start from what the stream already holds (or a Kafka replay) */
+static void
+create_view_backfill(ViewBuild *cv)
+{
+	const char *what = "backfill of the new continuous view from the rows already in its stream";
+	ViewObjects *obj = &cv->obj;
+	ListCell   *lc;
 
-	/* describe the view (psql \dv+, PostgREST's OpenAPI output) */
-	se_run_sql(psprintf("COMMENT ON VIEW %s IS %s", vq, quote_literal_cstr(definition)));
-	comment_columns(query, &plan, vq);
-	foreach(lc, window_comment_sql(&plan, query, vq))
+	BackfillSpec *bf = &cv->opts.backfill;
+
+	view_options_backfill_begin(&cv->opts);
+	if (backfill_from_stream(bf))
+	{
+		create_backfill(cv->opts.session.enabled ?
+						sessions_maintain_sql(&cv->opts.session, &cv->plan, obj->mq, cv->bsq) :
+						cv_maintain_sql(&cv->plan, obj->mq, cv->bsq), what);
+		foreach(lc, cv->backfill_sql)
+			create_backfill((char *) lfirst(lc), what);
+	}
+	/* backfill = 'kafka': the replay worker's statements (kafka/replay.c) */
+	if (bf->replay_source)
+		backfill_record(bf, obj->viewid, cv->plan.streamid,
+						cv_maintain_sql(&cv->plan, obj->mq, bf->replay_source),
+						cv->replay_distinct);
+	view_options_backfill_end(&cv->opts, obj);
+}
+
+/* last: describe the view (psql \dv+, PostgREST's OpenAPI output) */
+static void
+create_describe(ViewBuild *cv)
+{
+	SessionSpec *session = &cv->opts.session;
+	const char *vq = cv->obj.vq;
+	ListCell   *lc;
+
+	create_comment_view(vq, cv->definition);
+	comment_columns(cv->query, &cv->plan, vq);
+	foreach(lc, window_comment_sql(&cv->plan, cv->query, vq))
 		se_run_sql((char *) lfirst(lc));
-	if (session.enabled)
+	if (session->enabled)
 	{
 		se_run_sql(psprintf("COMMENT ON COLUMN %s.session_start IS %s", vq,
-						 quote_literal_cstr(psprintf("session window: earliest %s of the session (session_gap %s)",
-													 session.time_column, session.gap_text))));
+							quote_literal_cstr(psprintf("session window: earliest %s of the session (session_gap %s)",
+														session->time_column, session->gap_text))));
 		se_run_sql(psprintf("COMMENT ON COLUMN %s.session_end IS %s", vq,
-						 quote_literal_cstr(psprintf("session window: latest %s of the session",
-													 session.time_column))));
+							quote_literal_cstr(psprintf("session window: latest %s of the session",
+														session->time_column))));
 	}
+}
 
-	SPI_finish();
-	se_unpin_settings(nestlevel);
+/*
+ * CREATE VIEW ... WITH (continuous): options -> analyze -> build objects ->
+ * record -> backfill (-> describe), each phase a function above.  A query
+ * without aggregates and GROUP BY is a continuous transform, built by
+ * ddl/create_transform.c through the same steps (ddl/create_steps.c).
+ */
+void
+ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
+				int stmt_location, int stmt_len)
+{
+	ViewBuild	cv;
+	RawStmt    *raw;
+	int			nestlevel;
 
+	memset(&cv, 0, sizeof(cv));
+	cv.stmt = stmt;
+	create_options(stmt, cvopts, &cv.opts);
+
+	/* analyze the query as the user wrote it, with the user's search_path */
+	raw = makeNode(RawStmt);
+	raw->stmt = copyObject(stmt->query);
+	raw->stmt_location = stmt_location;
+	raw->stmt_len = stmt_len;
+	cv.query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	if (transform_applies(cv.query))
+	{
+		view_options_check_kind(&cv.opts, true);
+		transform_create(stmt, cv.query, &cv.opts);
+	}
+	else
+	{
+		create_analyze(&cv, queryString);
+		nestlevel = create_begin();
+		create_build(&cv);
+		create_record(&cv);
+		create_view_backfill(&cv);
+		create_describe(&cv);
+		create_end(nestlevel);
+	}
 	ddl_notify_pgrst_reload();
 }
 

@@ -11,7 +11,10 @@
  *	  live compactor (compactor_slots.c), it registers one.  The worker
  *	  connects as the bootstrap superuser and claims its database's slot; a
  *	  twin exits at once.  A crash restart starts it again with the
- *	  launcher's first scan.
+ *	  launcher's first scan.  A writer that commits delta rows in a
+ *	  database without a live compactor starts one at once (at most one
+ *	  start a second, compactor_slots.c), so a new view does not wait for
+ *	  the launcher's next scan (stream_ext.kafka_launcher_naptime).
  *
  *	  Work.  A pass reads the views that have a delta and, round-robin, folds
  *	  up to stream_ext.compact_batch_rows delta rows of each view per
@@ -102,6 +105,8 @@ typedef struct CompactView
 	TimestampTz retry_at;		/* not before */
 } CompactView;
 
+static void start_compactor(Oid dboid);
+
 static CompactorSlot *my_slot = NULL;
 static MemoryContext compactor_cxt = NULL;	/* the views */
 static MemoryContext pass_cxt = NULL;	/* reset after every pass */
@@ -140,7 +145,10 @@ compactor_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	if (process_shared_preload_libraries_in_progress)
+	{
 		compactor_slots_init();
+		se_compactor_start_hook = start_compactor;
+	}
 }
 
 /* ---- the views with a delta ---------------------------------------------- */
@@ -566,7 +574,20 @@ compactor_launch_if_needed(Oid dboid)
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	if (!needed)
+	if (needed)
+		start_compactor(dboid);
+}
+
+/*
+ * Register the compactor of dboid (a twin, if one has started meanwhile,
+ * exits at once).  Called by the launcher's scanner and, through
+ * se_compactor_start_hook, by a writer's commit that appended delta rows
+ * in a database without a compactor (compactor_slots.c).
+ */
+static void
+start_compactor(Oid dboid)
+{
+	if (!background_compaction)
 		return;
 	ereport(DEBUG1,
 			(errmsg("stream_ext: starting the compactor of database %u", dboid)));

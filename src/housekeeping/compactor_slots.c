@@ -42,6 +42,8 @@ int			compact_batch_rows = 10000;
 typedef struct CompactorShared
 {
 	LWLock	   *lock;
+	pg_atomic_uint64 launch_requested_at;	/* ms since the epoch of the
+											 * newest start by a writer */
 	int			nslots;
 	CompactorSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } CompactorShared;
@@ -54,6 +56,7 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 /* this backend's rows appended in the current transaction */
 static uint64 my_appended = 0;
 static bool callback_registered = false;
+compactor_start_hook_type se_compactor_start_hook = NULL;
 static int	my_slot_index = -1;	/* cache: the slot of MyDatabaseId */
 
 static Size
@@ -87,6 +90,7 @@ compactor_shmem_startup(void)
 		memset(compactor_shared, 0, compactor_shmem_size());
 		compactor_shared->lock = &(GetNamedLWLockTranche("stream_ext_compactor"))->lock;
 		compactor_shared->nslots = max_worker_processes;
+		pg_atomic_init_u64(&compactor_shared->launch_requested_at, 0);
 		for (int i = 0; i < compactor_shared->nslots; i++)
 			pg_atomic_init_u64(&compactor_shared->slots[i].appended, 0);
 	}
@@ -247,6 +251,28 @@ my_database_slot(void)
 	return NULL;
 }
 
+/*
+ * A writer committed delta rows and its database has no compactor: start
+ * one now rather than at the launcher's next scan (up to
+ * kafka_launcher_naptime later, while the delta grows and writers compact
+ * inline).  At most one start per second across all backends: a worker
+ * takes a moment to claim its slot, and the commits in that moment must
+ * not each register a twin.
+ */
+static void
+start_compactor(void)
+{
+	uint64		now_ms = (uint64) (GetCurrentTimestamp() / 1000);
+	uint64		last = pg_atomic_read_u64(&compactor_shared->launch_requested_at);
+
+	if (se_compactor_start_hook == NULL || now_ms < last + 1000)
+		return;
+	if (!pg_atomic_compare_exchange_u64(&compactor_shared->launch_requested_at,
+										&last, now_ms))
+		return;
+	se_compactor_start_hook(MyDatabaseId);
+}
+
 static void
 compactor_xact_callback(XactEvent event, void *arg)
 {
@@ -267,6 +293,8 @@ compactor_xact_callback(XactEvent event, void *arg)
 				latch != NULL)
 				SetLatch(latch);
 		}
+		else
+			start_compactor();
 		my_appended = 0;
 	}
 	else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE)

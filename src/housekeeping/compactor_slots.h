@@ -49,4 +49,12 @@ extern CompactorSlot *compactor_slot_copy(Oid dboid);
  */
 extern void se_compactor_note_rows(uint64 rows);
 
+/*
+ * Set by compactor.c: start the compactor of a database (called after a
+ * writer's commit when the database has none).  A hook, so that this file
+ * keeps no dependency on the rest of stream_ext.
+ */
+typedef void (*compactor_start_hook_type) (Oid dboid);
+extern compactor_start_hook_type se_compactor_start_hook;
+
 #endif							/* STREAM_EXT_COMPACTOR_SLOTS_H */

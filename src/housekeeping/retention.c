@@ -274,24 +274,17 @@ ttl_sql(TtlSpec *spec, CVPlan *plan, const char *matrel, const char *delta,
 static void ensure_job(void);
 
 void
-retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan, const char *matrel,
-				 const char *delta, List *auxids)
+retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan, Oid matrelid,
+				 const char *matrel, const char *delta, List *auxids)
 {
-	int			rc;
-
 	/*
 	 * The unique index leads with the first group key; TTL needs its own
 	 * index when ttl_column is another one.  Keys never change, so updates
 	 * of a group stay HOT either way.
 	 */
 	if (linitial(plan->keys) != spec->key)
-	{
-		rc = SPI_execute(psprintf("CREATE INDEX ON %s (%s)", matrel,
-								  quote_identifier(spec->key->colname)), false, 0);
-		if (rc != SPI_OK_UTILITY)
-			elog(ERROR, "stream_ext: could not create the TTL index: %s",
-				 SPI_result_code_string(rc));
-	}
+		(void) se_create_index(matrelid, list_make1(spec->key->colname), NULL,
+							   false, false);
 	catalog_set_view_ttl(viewid, spec->ttl, spec->column,
 						 ttl_sql(spec, plan, matrel, delta, auxids));
 	ensure_job();

@@ -32,8 +32,8 @@ extern List *retention_take_options(List *options, TtlSpec *spec);
 extern void retention_validate(TtlSpec *spec, CVPlan *plan, bool session);
 /* records them (catalog, index on the materialization); SPI connected */
 extern void retention_record(Oid viewid, TtlSpec *spec, CVPlan *plan,
-							 const char *matrel, const char *delta,
-							 List *auxids);
+							 Oid matrelid, const char *matrel,
+							 const char *delta, List *auxids);
 
 /*
  * Per-view work of stream_ext.run_maintenance() (TTL, window expiry,

@@ -1528,9 +1528,9 @@ kafka_pending_error(void)
 	return rk_error;
 }
 
-/* at the top of a worker's main loop */
-static void
-check_interrupts(void)
+/* at the top of a worker's main loop (and of the Kafka replay's, replay_worker.c) */
+void
+kafka_check_interrupts(void)
 {
 	/*
 	 * The loop waits in librdkafka, not on a latch, so nothing else notices
@@ -1596,7 +1596,7 @@ kafka_worker_main_loop(const KafkaWorkerLoop *loop)
 	{
 		bool		keep_going = true;
 
-		check_interrupts();
+		kafka_check_interrupts();
 
 		PG_TRY();
 		{

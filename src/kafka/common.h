@@ -273,5 +273,6 @@ extern void kafka_commit_xact(void);
 extern void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
 extern const char *kafka_pending_error(void);
 extern void kafka_worker_main_loop(const KafkaWorkerLoop *loop);
+extern void kafka_check_interrupts(void);
 
 #endif							/* STREAM_EXT_KAFKA_COMMON_H */

@@ -74,7 +74,9 @@ extern HeapTuple kafka_decode(KafkaDecoder *dec, const KafkaMessage *msg,
 							  MemoryContext tuplecxt);
 extern char *kafka_jsonb_value_text(JsonbValue *v);
 
-/* the batch's fallback INSERT (source_worker.c, where it runs) */
+/* source_worker.c: the batch's fallback INSERT; a consumed message; errors not a message's fault */
 extern char *kafka_decoder_insert_sql(const KafkaDecoder *dec, const char *enrname);
+extern void kafka_message_from_rd(rd_kafka_message_t *m, KafkaMessage *km);
+extern bool kafka_transient_error(int sqlerrcode);
 
 #endif							/* STREAM_EXT_KAFKA_DECODE_H */

@@ -13,7 +13,8 @@
  * 'running' (kafka_source_launch_running(), source.c), the worker of
  * every running sink (kafka_sink_launch_running(), sink.c) and the
  * database's background compactor if views have deltas to compact
- * (compactor_launch_if_needed(), housekeeping/compactor.c).  A worker
+ * (compactor_launch_if_needed(), housekeeping/compactor.c) and the worker of
+ * every Kafka replay still running (replay_launch_running(), replay.c).  A worker
  * claims its slot in shared memory on start, so a duplicate exits at once.
  *
  *-------------------------------------------------------------------------
@@ -46,6 +47,7 @@
 
 #include "housekeeping/compactor.h"
 #include "kafka/launcher.h"
+#include "kafka/replay.h"
 #include "kafka/sink.h"
 #include "kafka/source.h"
 
@@ -200,5 +202,6 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 	kafka_source_launch_running(dboid);
 	kafka_sink_launch_running(dboid);
 	compactor_launch_if_needed(dboid);
+	replay_launch_running(dboid);
 	proc_exit(0);
 }

@@ -822,8 +822,9 @@ consume_batch(void)
  * ----------------------------------------------------------------
  */
 
-static void
-msg_to_kafka_message(rd_kafka_message_t *m, KafkaMessage *km)
+/* a consumed message as the decoder takes it (also the Kafka replay's, replay_worker.c) */
+void
+kafka_message_from_rd(rd_kafka_message_t *m, KafkaMessage *km)
 {
 	rd_kafka_timestamp_type_t tstype;
 
@@ -936,8 +937,8 @@ register_enr(const char *name, Tuplestorestate *ts, int ntuples)
  * rolled back and applied again after a backoff (apply_batch_retrying());
  * only the other errors make dead letters.
  */
-static bool
-transient_error(int sqlerrcode)
+bool
+kafka_transient_error(int sqlerrcode)
 {
 	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
 	{
@@ -959,7 +960,7 @@ transient_error(int sqlerrcode)
 static void
 rethrow_transient(ErrorData *edata)
 {
-	if (transient_error(edata->sqlerrcode))
+	if (kafka_transient_error(edata->sqlerrcode))
 		ReThrowError(edata);
 }
 
@@ -1104,7 +1105,7 @@ decode_run(void *arg)
 			MemoryContextSwitchTo(W.msg_cxt);
 			continue;
 		}
-		msg_to_kafka_message(m, &km);
+		kafka_message_from_rd(m, &km);
 		/* the tuple outlives the message's scratch memory */
 		b->tuples[run->ntuples] = kafka_decode(W.dec, &km, W.batch_cxt);
 		b->tuple_msg[run->ntuples] = run->i;
@@ -1331,7 +1332,7 @@ retry_backoff(const ErrorData *edata)
 
 /*
  * apply_batch() until it does not fail with a transient error
- * (transient_error(): a deadlock, a lock timeout, out of shared memory...).
+ * (kafka_transient_error(): a deadlock, a lock timeout, out of shared memory...).
  * Such an error is never a message's fault: the transaction is rolled back
  * whole (nothing of the batch stored, its offsets included), and the same
  * messages, still held by the worker, are applied again after a backoff,
@@ -1355,7 +1356,7 @@ apply_batch_retrying(uint64 *n_errors, uint64 *n_dead, uint64 *n_bytes)
 		{
 			MemoryContextSwitchTo(TopMemoryContext);
 			edata = CopyErrorData();
-			if (!transient_error(edata->sqlerrcode))
+			if (!kafka_transient_error(edata->sqlerrcode))
 			{
 				FreeErrorData(edata);
 				PG_RE_THROW();

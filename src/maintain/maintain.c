@@ -703,9 +703,10 @@ static const SeBatchOps group_ops = {
 
 /*
  * Can this view share the batch's aggregation with others?  Its stored
- * query (query_sql, schema-qualified) is analyzed again, as its owner with the settings it was
- * created under, and its maintenance statement generated again: only when
- * that gives the stored statement is the plan the view's (views with
+ * definition (view_catalog.definition, schema-qualified) is analyzed
+ * again, as its owner with the settings it was created under, and its
+ * maintenance statement generated again: only when that gives the stored
+ * statement is the plan the view's (views with
  * options that change it -- sessions, sliding windows, allowed_lateness --
  * and views made by another version run alone).  Any error in doing so
  * (an object renamed since) means no.  Returns the plan, or NULL.

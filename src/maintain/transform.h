@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * transform.h
- *	  Continuous transforms (continuous views without aggregates) and the
- *	  per-batch NOTIFY of continuous views.
+ *	  The batch trigger of continuous transforms (continuous views without
+ *	  aggregates).
  *
  *-------------------------------------------------------------------------
  */
@@ -11,27 +11,9 @@
 
 #include "nodes/parsenodes.h"
 
-/* WITH (...) options of a continuous view besides "continuous" */
-typedef struct CVOptions
-{
-	char	   *output_stream;	/* transforms only: the stream to append to */
-	char	   *notify;			/* channel to NOTIFY once per batch, or NULL */
-} CVOptions;
-
-#define CV_DEFAULT_NOTIFY_CHANNEL "stream_ext"
-
-/* takes output_stream and notify from defs; returns the rest */
-extern List *cv_take_options(List *defs, CVOptions *opts);
-
-/* a query without aggregates and GROUP BY is a continuous transform */
-extern bool transform_applies(Query *query);
-extern void transform_create(ViewStmt *stmt, Query *query,
-							 const char *queryString, CVOptions *opts);
-
-/* aggregate views: refuse transform-only options; record notify */
-extern void cv_check_view_options(CVOptions *opts);
-extern void cv_record_notify(Oid viewid, const char *channel);
-
-/* one NOTIFY for a maintained batch */
+/*
+ * stream_ext.transform(), the batch trigger of a transform, is looked up
+ * by name; creating a transform is ddl/create_transform.c's.
+ */
 
 #endif							/* STREAM_EXT_TRANSFORM_H */

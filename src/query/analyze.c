@@ -50,6 +50,7 @@
 #include "utils/typcache.h"
 
 #include "core/catalog.h"
+#include "core/util.h"
 #include "query/aggsupport.h"
 #include "query/analyze.h"
 #include "query/joins.h"
@@ -598,60 +599,69 @@ cv_matrel_hash_column_sql(CVPlan *plan)
  * hash opclass), the btree on all the keys followed by trailing (a column,
  * or NULL).
  */
-char *
-cv_key_lookup_index_sql(CVPlan *plan, const char *rel, const char *trailing)
+Oid
+cv_create_key_lookup_index(CVPlan *plan, Oid relid, const char *trailing)
 {
-	StringInfoData buf;
 	ListCell   *lc;
+	List	   *columns = NIL;
 	CVKey	   *first = linitial(plan->keys);
 
-	initStringInfo(&buf);
 	if (get_typlen(first->type) < 0 && OidIsValid(key_hash_func(first->type)))
-	{
-		appendStringInfo(&buf, "CREATE INDEX ON %s USING hash (%s)", rel,
-						 quote_identifier(first->colname));
-		return buf.data;
-	}
-	appendStringInfo(&buf, "CREATE INDEX ON %s (", rel);
+		return se_create_index(relid, list_make1(first->colname), "hash", false, false);
 	foreach(lc, plan->keys)
 	{
 		CVKey	   *key = lfirst(lc);
 
 		if (get_typlen(key->type) < 0 && OidIsValid(key_hash_func(key->type)))
 			break;
-		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 quote_identifier(key->colname));
+		columns = lappend(columns, key->colname);
 	}
 	if (lc == NULL && trailing != NULL)
-		appendStringInfo(&buf, ", %s", trailing);
-	appendStringInfoChar(&buf, ')');
-	return buf.data;
+		columns = lappend(columns, (char *) trailing);
+	return se_create_index(relid, columns, NULL, false, false);
+}
+
+/* the columns telling the groups apart, as names: the keys, or CV_SINGLE_COLUMN */
+static List *
+group_column_names(CVPlan *plan)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	if (plan->keyless)
+		return list_make1(CV_SINGLE_COLUMN);
+	foreach(lc, plan->keys)
+		names = lappend(names, ((CVKey *) lfirst(lc))->colname);
+	return names;
 }
 
 /*
- * CREATE [UNIQUE] INDEX statements of the materialization: the unique index
- * and, if hashed, the index for reads by key (see "Wide keys")
+ * The indexes of the materialization: the unique index (the upsert's
+ * conflict target, NULLS NOT DISTINCT) and, if hashed, the index for reads
+ * by key (see "Wide keys")
  */
-char *
-cv_matrel_index_sql(CVPlan *plan, const char *matrel)
+void
+cv_create_matrel_indexes(CVPlan *plan, Oid matrelid)
 {
-	char	   *unique = psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
-								  matrel, matrel_conflict_target(plan));
-
 	if (!cv_matrel_hashed(plan))
-		return unique;
-	return psprintf("%s; %s", unique, cv_key_lookup_index_sql(plan, matrel, NULL));
+	{
+		(void) se_create_index(matrelid, group_column_names(plan), NULL, true, true);
+		return;
+	}
+	(void) se_create_index(matrelid, list_make1(CV_KEY_HASH_COLUMN), NULL, true, true);
+	(void) cv_create_key_lookup_index(plan, matrelid, NULL);
 }
 
-/* CREATE [UNIQUE] INDEX statement of a count(DISTINCT) side table */
-char *
-cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel)
+/* the [unique] index of a count(DISTINCT) side table */
+void
+cv_create_auxrel_index(CVPlan *plan, CVAgg *agg, Oid auxid)
 {
 	if (cv_auxrel_hashed(plan, agg))
-		return psprintf("CREATE INDEX ON %s (%s)", auxrel, CV_KEY_HASH_COLUMN);
-	return psprintf("CREATE UNIQUE INDEX ON %s (%s%svalue) NULLS NOT DISTINCT",
-					auxrel, plan->keyless ? "" : cv_matrel_key_list(plan),
-					plan->keyless ? "" : ", ");
+		(void) se_create_index(auxid, list_make1(CV_KEY_HASH_COLUMN), NULL, false, false);
+	else
+		(void) se_create_index(auxid,
+							   lappend(plan->keyless ? NIL : group_column_names(plan), "value"),
+							   NULL, true, true);
 }
 
 /* column definitions of the materialization table */

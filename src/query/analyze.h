@@ -79,10 +79,11 @@ extern char *cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg);
 extern bool cv_matrel_hashed(CVPlan *plan);
 extern bool cv_auxrel_hashed(CVPlan *plan, CVAgg *agg);
 extern char *cv_matrel_hash_column_sql(CVPlan *plan);
-extern char *cv_matrel_index_sql(CVPlan *plan, const char *matrel);
-extern char *cv_key_lookup_index_sql(CVPlan *plan, const char *rel,
-									 const char *trailing);
-extern char *cv_auxrel_index_sql(CVPlan *plan, CVAgg *agg, const char *auxrel);
+/* the indexes of a materialization, of a side table, for reads by key */
+extern void cv_create_matrel_indexes(CVPlan *plan, Oid matrelid);
+extern void cv_create_auxrel_index(CVPlan *plan, CVAgg *agg, Oid auxid);
+extern Oid	cv_create_key_lookup_index(CVPlan *plan, Oid relid,
+									   const char *trailing);
 /* the pieces of cv_batch_agg_sql(), deparsed */
 typedef struct CVBatchAggParts
 {

@@ -51,11 +51,7 @@ CREATE TABLE stream_ext.view_catalog (
     -- when the view upserts into matrel (views made by 0.2, and shapes
     -- that need the upsert's group lock)
     delta        regclass,
-    compact_sql  text,
-    -- the view's query with every name schema-qualified: analyzed again by
-    -- maintenance to share one aggregation of a batch among views
-    -- (maintain/maintain.c); NULL for views made before 0.3
-    query_sql    text
+    compact_sql  text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
 

@@ -187,10 +187,10 @@ sessions_matrel_columns_sql(SessionSpec *spec, const char *base_columns)
  * The materialization's index: on (keys, session_start), or, when a key is
  * of a variable-width type, one without a size limit (analyze.c)
  */
-char *
-sessions_index_sql(CVPlan *plan, const char *matrel)
+void
+sessions_create_index(CVPlan *plan, Oid matrelid)
 {
-	return cv_key_lookup_index_sql(plan, matrel, SESSION_START);
+	(void) cv_create_key_lookup_index(plan, matrelid, SESSION_START);
 }
 
 static void

@@ -26,7 +26,7 @@ typedef struct SessionSpec
 extern List *sessions_take_options(List *options, SessionSpec *spec);
 extern void sessions_validate(SessionSpec *spec, CVPlan *plan);
 extern char *sessions_matrel_columns_sql(SessionSpec *spec, const char *base_columns);
-extern char *sessions_index_sql(CVPlan *plan, const char *matrel);
+extern void sessions_create_index(CVPlan *plan, Oid matrelid);
 extern char *sessions_maintain_sql(SessionSpec *spec, CVPlan *plan,
 								   const char *matrel, const char *source);
 extern char *sessions_view_source_sql(SessionSpec *spec, CVPlan *plan,

@@ -408,7 +408,6 @@ CREATE FUNCTION stream_ext.compact(view regclass)
 CREATE FUNCTION stream_ext.maintain_views() RETURNS trigger
     AS 'MODULE_PATHNAME', 'stream_ext_maintain_views'
     LANGUAGE C;
-ALTER TABLE stream_ext.view_catalog ADD COLUMN query_sql text;
 -- ---------------------------------------------------------------------------
 -- Background compaction (housekeeping/compactor.c): its counters, the delta
 -- rows waiting, the compactor's status, and their columns in view_stats.
@@ -470,6 +469,77 @@ SELECT v.view,
   LEFT JOIN stream_ext._compaction_stats() c ON c.view = v.view::oid
   CROSS JOIN LATERAL (SELECT stream_ext.view_delta_rows(v.view) AS delta_rows) d;
 
+
+-- replay: WITH (backfill, backfill_from) and the Kafka replay of a new view's history
+
+-- One row per continuous view created with backfill = 'kafka': the source
+-- replayed, the statements that fold replayed rows into the view, and
+-- where the replay is.  Written only by stream_ext (as the catalog owner).
+CREATE TABLE stream_ext.backfills (
+    view          regclass PRIMARY KEY
+                  REFERENCES stream_ext.view_catalog (view) ON DELETE CASCADE,
+    source        text NOT NULL,
+    backfill_from timestamptz,
+    maintain_sql  text NOT NULL,
+    distinct_sql  text[] NOT NULL DEFAULT '{}',
+    state         text NOT NULL DEFAULT 'running'
+                  CHECK (state IN ('running', 'done', 'cancelled')),
+    messages      bigint NOT NULL DEFAULT 0,
+    skipped       bigint NOT NULL DEFAULT 0,
+    started_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    finished_at   timestamptz,
+    last_error    text
+);
+
+-- Per partition: where the replay starts (NULL until the replay worker
+-- resolved it), the hand-over offset (the live source's stored next offset
+-- when the view was created: from there on its batches reach the view
+-- through the stream's trigger) and the next offset to replay, stored in
+-- the transaction of each replayed batch.
+CREATE TABLE stream_ext.backfill_offsets (
+    view          regclass NOT NULL
+                  REFERENCES stream_ext.backfills (view) ON DELETE CASCADE,
+    partition     int NOT NULL,
+    start_offset  bigint,
+    end_offset    bigint NOT NULL,
+    next_offset   bigint,
+    PRIMARY KEY (view, partition)
+);
+
+GRANT SELECT ON stream_ext.backfills TO PUBLIC;
+GRANT SELECT ON stream_ext.backfill_offsets TO PUBLIC;
+
+-- Progress of each Kafka replay; a view whose state is 'running' is
+-- incomplete: it holds every batch since its creation and the replayed
+-- part of the history before.
+CREATE VIEW stream_ext.backfill_progress AS
+SELECT b.view,
+       b.source,
+       b.state,
+       b.backfill_from,
+       count(o.partition)::int AS partitions,
+       b.messages,
+       b.skipped,
+       sum(COALESCE(o.next_offset, o.start_offset, o.end_offset)
+           - COALESCE(o.start_offset, o.end_offset))::bigint AS offsets_done,
+       CASE WHEN bool_and(o.start_offset IS NOT NULL)
+            THEN sum(o.end_offset - o.start_offset)::bigint END AS offsets_total,
+       b.started_at,
+       b.updated_at,
+       b.finished_at,
+       b.last_error
+  FROM stream_ext.backfills b
+  LEFT JOIN stream_ext.backfill_offsets o ON o.view = b.view
+ GROUP BY b.view;
+
+GRANT SELECT ON stream_ext.backfill_progress TO PUBLIC;
+
+-- Stop the Kafka replay of a view (its owner only); true if one was running.
+CREATE FUNCTION stream_ext.cancel_backfill(view regclass)
+    RETURNS boolean
+    AS 'MODULE_PATHNAME', 'stream_ext_cancel_backfill'
+    LANGUAGE C STRICT VOLATILE;
 
 -- sjoin: stream-stream windowed joins (query/stream_joins.c)
 CREATE TABLE stream_ext.stream_joins (
