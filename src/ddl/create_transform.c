@@ -379,14 +379,21 @@ transform_build(TransformBuild *ct)
 								 "transform", ct->vq, ct->viewid);
 	CommandCounterIncrement();
 
-	/* a join of two streams: the second one's trigger (query/stream_joins.c) */
+	/*
+	 * A join of two streams: the same trigger on the second one, and the
+	 * SELECT of its batches (query/stream_joins.c)
+	 */
 	if (OidIsValid(sjoin_right_stream(ct->query)))
 	{
 		Index		old = joins_set_batch_rti(sjoin_right_rti(ct->query));
 		char	   *right_select = transform_select_sql(ct, CV_NEW_ROWS);
 
 		joins_set_batch_rti(old);
-		sjoin_create_transform(ct->query, ct->viewid, ct->vq, right_select);
+		(void) create_stream_trigger(sjoin_right_stream(ct->query),
+									 psprintf("stream_ext_transform_%u", ct->viewid),
+									 "transform", ct->vq, ct->viewid);
+		CommandCounterIncrement();
+		sjoin_create_transform(ct->query, ct->viewid, right_select);
 	}
 }
 

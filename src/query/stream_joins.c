@@ -22,7 +22,8 @@
  *	  (joins_set_batch_rti()).  A view's two sides are units of the views
  *	  triggers of a and of b (sjoin_view_units(), called by
  *	  maintain/maintain.c); a transform has the trigger stream_ext.transform()
- *	  on both streams (maintain/transform.c asks sjoin_transform_select()).
+ *	  on both streams (ddl/create_transform.c makes the second one;
+ *	  maintain/transform.c asks sjoin_transform_select()).
  *
  *	  Concurrency.  Two transactions, one inserting a row of a, the other a
  *	  matching row of b, must not both miss the pair (each joining its new
@@ -94,13 +95,6 @@
 
 /* ---- CREATE ------------------------------------------------------------- */
 
-static char *
-qualified(Oid relid)
-{
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-									  get_rel_name(relid));
-}
-
 /* both streams keep their rows at least the window (NULL retention: always) */
 static void
 check_retention(Oid left, Oid right, Interval *window)
@@ -170,7 +164,7 @@ create_common(Query *q, Oid *left, Oid *right)
 
 	/*
 	 * Writers of the second stream wait until we commit, as those of the
-	 * first do (ddl/create_view.c): rows committed before are backfilled,
+	 * first do (ddl/create_steps.c): rows committed before are backfilled,
 	 * rows inserted after see the new trigger.
 	 */
 	LockRelationOid(*right, ShareRowExclusiveLock);
@@ -202,7 +196,7 @@ sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 			if (!agg->is_distinct)
 				continue;
 			distinct = lappend(distinct,
-							   cv_distinct_sql(plan, agg, mq, qualified(lfirst_oid(la)),
+							   cv_distinct_sql(plan, agg, mq, se_qualified_relname(lfirst_oid(la)),
 											   CV_NEW_ROWS, dq));
 			la = lnext(auxrels, la);
 		}
@@ -216,23 +210,12 @@ sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 }
 
 void
-sjoin_create_transform(Query *q, Oid viewid, const char *vq, const char *right_select)
+sjoin_create_transform(Query *q, Oid viewid, const char *right_select)
 {
 	Oid			left;
 	Oid			right;
 	Interval   *window = create_common(q, &left, &right);
-	SeRunAs		runas;
-	Oid			trigid;
 
-	/* the same trigger as on the first stream (maintain/transform.c) */
-	se_run_as_role(&runas, se_relation_owner(right));
-	trigid = se_create_statement_trigger(right, psprintf("stream_ext_transform_%u", viewid),
-										 TRIGGER_TYPE_AFTER, TRIGGER_TYPE_INSERT,
-										 "transform", vq, CV_NEW_ROWS);
-	se_restore(&runas);
-	se_record_dependency(TriggerRelationId, trigid, RelationRelationId, viewid,
-						 DEPENDENCY_AUTO);
-	CommandCounterIncrement();
 	catalog_insert_stream_join(viewid, left, right, window, right_select, NIL);
 }
 
@@ -397,7 +380,7 @@ sjoin_view_units(SeBatchEntry *parent, Oid streamid, List **own)
 		unit->error_context =
 			psprintf("maintenance of continuous view %s for a batch of %s, its %s stream"
 					 " (statements in stream_ext.%s)",
-					 qualified(u->cat.viewid), qualified(streamid),
+					 se_qualified_relname(u->cat.viewid), se_qualified_relname(streamid),
 					 left ? "first" : "second", left ? "view_catalog" : "stream_joins");
 		units = lappend(units, unit);
 		MemoryContextSwitchTo(old);

@@ -28,18 +28,19 @@
  * lock the second stream against writers, record the statements of its
  * batches.  dq: the delta, or NULL (upsert); auxrels: the count(DISTINCT)
  * side tables, in plan->aggs' order.  (Row-level security on the second
- * stream is checked by ddl/create_view.c, as on the first.)
+ * stream is checked by ddl/create_steps.c, as on the first, and its
+ * trigger made by ddl/create_view.c.)
  */
 extern void sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq,
 							  const char *dq, List *auxrels);
 
 /*
  * The same for a continuous transform: right_select is its SELECT over a
- * batch of the second stream (made with joins_set_batch_rti()); creates
- * the trigger of the second stream, stream_ext.transform(vq).
+ * batch of the second stream (made with joins_set_batch_rti()).  The
+ * second stream's trigger, stream_ext.transform(vq), is made by
+ * ddl/create_transform.c before.
  */
-extern void sjoin_create_transform(Query *q, Oid viewid, const char *vq,
-								   const char *right_select);
+extern void sjoin_create_transform(Query *q, Oid viewid, const char *right_select);
 
 /*
  * stream_ext.set_retention(): refuse a retention of streamid shorter than
