@@ -656,6 +656,10 @@ catalog_forget_view(Oid viewid)
 	if (has_catalog_table("invalid_objects"))
 		catalog_query_oid("DELETE FROM stream_ext.invalid_objects WHERE object = $1",
 						  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
+	/* a join of two streams: its second stream and statements (query/stream_joins.c) */
+	if (has_catalog_table("stream_joins"))
+		catalog_query_oid("DELETE FROM stream_ext.stream_joins WHERE object = $1",
+						  viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
 }
 
 /*
@@ -905,6 +909,11 @@ catalog_remove_orphans(void)
 		views += catalog_exec("DELETE FROM stream_ext.transform_catalog t WHERE NOT EXISTS"
 							  " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.transform)",
 							  NULL, flags, 0, NULL, NULL);
+	/* 0.3: stream-stream joins (query/stream_joins.c) */
+	if (has_catalog_table("stream_joins"))
+		catalog_exec("DELETE FROM stream_ext.stream_joins j WHERE NOT EXISTS"
+					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = j.object)",
+					 NULL, flags, 0, NULL, NULL);
 	/* 0.3: views and transforms no longer maintained (privileges.c) */
 	if (has_catalog_table("invalid_objects"))
 		catalog_exec("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
@@ -1370,7 +1379,15 @@ catalog_triggers_without_views(Oid funcid)
 {
 	List	   *result = NIL;
 
-	catalog_rows_oid("SELECT t.oid FROM pg_catalog.pg_trigger t"
+	/* the second stream of a stream-stream join keeps its trigger too */
+	catalog_rows_oid(has_catalog_table("stream_joins") ?
+					 "SELECT t.oid FROM pg_catalog.pg_trigger t"
+					 " WHERE t.tgfoid = $1 AND NOT EXISTS"
+					 " (SELECT 1 FROM stream_ext.view_catalog v WHERE v.stream = t.tgrelid)"
+					 " AND NOT EXISTS (SELECT 1 FROM stream_ext.stream_joins j"
+					 " JOIN stream_ext.view_catalog v ON v.view = j.object"
+					 " WHERE j.right_stream = t.tgrelid)" :
+					 "SELECT t.oid FROM pg_catalog.pg_trigger t"
 					 " WHERE t.tgfoid = $1 AND NOT EXISTS"
 					 " (SELECT 1 FROM stream_ext.view_catalog v WHERE v.stream = t.tgrelid)",
 					 funcid, CATALOG_WRITE, 0, row_append_oid, &result);
@@ -1495,4 +1512,80 @@ catalog_invalid_objects_relid(void)
 	Oid			nspid = get_namespace_oid("stream_ext", true);
 
 	return OidIsValid(nspid) ? get_relname_relid("invalid_objects", nspid) : InvalidOid;
+}
+
+/* ---- stream-stream joins (query/stream_joins.c) -------------------------- */
+
+/* a stream-stream join just created: its row in stream_ext.stream_joins */
+void
+catalog_insert_stream_join(Oid object, Oid left_stream, Oid right_stream,
+						   Interval *window, const char *right_sql,
+						   List *right_distinct_sql)
+{
+	CatalogArgs args = {0};
+
+	catalog_require_table("stream_joins", "joins of two streams");
+	arg_oid(&args, object);
+	arg_oid(&args, left_stream);
+	arg_oid(&args, right_stream);
+	arg_datum(&args, INTERVALOID, IntervalPGetDatum(window), false);
+	arg_text(&args, right_sql);
+	arg_datum(&args, TEXTARRAYOID, text_list_to_array(right_distinct_sql), false);
+	catalog_write_one("INSERT INTO stream_ext.stream_joins"
+					  " (object, left_stream, right_stream, join_window, right_sql, right_distinct_sql)"
+					  " VALUES ($1, $2, $3, $4, $5, $6)",
+					  &args, "the stream join", object);
+}
+
+static void
+row_stream_join(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	List	  **result = arg;
+	StreamJoinEntry *entry = palloc0(sizeof(StreamJoinEntry));
+	bool		isnull;
+	Datum	   *elems;
+	int			nelems;
+
+	entry->object = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	entry->left_stream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	entry->right_stream = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	entry->right_sql = SPI_getvalue(tup, desc, 4);
+	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull)),
+					  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		entry->right_distinct_sql = lappend(entry->right_distinct_sql,
+											TextDatumGetCString(elems[i]));
+	entry->transform = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	entry->window = *DatumGetIntervalP(SPI_getbinval(tup, desc, 7, &isnull));
+	*result = lappend(*result, entry);
+}
+
+/*
+ * The stream-stream joins (StreamJoinEntry *, in mcxt, in the order of their
+ * objects' OIDs) that streamid is a side of, or, with object valid, that
+ * one object's join; read with the latest snapshot.  NIL before ALTER
+ * EXTENSION UPDATE.
+ */
+List *
+catalog_stream_joins(Oid streamid, Oid object, MemoryContext mcxt)
+{
+	List	   *result = NIL;
+	CatalogArgs args = {0};
+	MemoryContext old;
+	char	   *sql;
+
+	if (!has_catalog_table("stream_joins"))
+		return NIL;
+	arg_oid(&args, OidIsValid(object) ? object : streamid);
+	sql = psprintf("SELECT j.object::oid, j.left_stream::oid, j.right_stream::oid,"
+						  " j.right_sql, j.right_distinct_sql,"
+						  " NOT EXISTS (SELECT 1 FROM stream_ext.view_catalog v WHERE v.view = j.object),"
+						  " j.join_window"
+						  " FROM stream_ext.stream_joins j WHERE %s ORDER BY j.object::oid",
+						  OidIsValid(object) ? "j.object = $1" :
+						  "j.left_stream = $1 OR j.right_stream = $1");
+	old = MemoryContextSwitchTo(mcxt);
+	catalog_exec(sql, &args, CATALOG_LATEST, 0, row_stream_join, &result);
+	MemoryContextSwitchTo(old);
+	return result;
 }

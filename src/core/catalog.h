@@ -208,4 +208,21 @@ typedef struct StreamObject
 extern List *catalog_stream_objects(Oid streamid);
 extern List *catalog_triggers_without_views(Oid funcid);
 
+/* stream-stream joins (query/stream_joins.c) */
+typedef struct StreamJoinEntry
+{
+	Oid			object;			/* the continuous view or transform */
+	Oid			left_stream;	/* its catalog row's stream */
+	Oid			right_stream;	/* the second stream */
+	char	   *right_sql;		/* a batch of right_stream */
+	List	   *right_distinct_sql; /* ... one more per count(DISTINCT) */
+	bool		transform;		/* a continuous transform */
+	Interval	window;			/* the join's window */
+} StreamJoinEntry;
+
+extern void catalog_insert_stream_join(Oid object, Oid left_stream, Oid right_stream,
+									   Interval *window, const char *right_sql,
+									   List *right_distinct_sql);
+extern List *catalog_stream_joins(Oid streamid, Oid object, MemoryContext mcxt);
+
 #endif							/* STREAM_EXT_CATALOG_H */

@@ -31,6 +31,7 @@
 #include "ddl/create_steps.h"
 #include "maintain/maintain.h"
 #include "query/analyze.h"
+#include "query/sjoin_window.h"
 
 /*
  * A continuous view or transform reads every row inserted into its stream;
@@ -38,13 +39,11 @@
  * created by a role the stream's policies do not restrict.  And the
  * creator must be able to read everything the query reads.
  */
-void
-create_check_reader(Query *query, Oid streamid)
+static void
+check_stream_rls(Oid streamid)
 {
 	bool		enabled;
 	bool		forced;
-
-	ExecCheckRTPerms(query->rtable, true);
 
 	stream_rls_flags(streamid, &enabled, &forced);
 	if (stream_rls_applies(streamid, GetUserId(), enabled, forced))
@@ -54,6 +53,17 @@ create_check_reader(Query *query, Oid streamid)
 						get_rel_name(streamid)),
 				 errdetail("A continuous view aggregates every row inserted into its stream and cannot apply row-level security policies to them."),
 				 errhint("Create the view as the stream's owner or as a role with BYPASSRLS, or disable row-level security on the stream.")));
+}
+
+void
+create_check_reader(Query *query, Oid streamid)
+{
+	ExecCheckRTPerms(query->rtable, true);
+
+	check_stream_rls(streamid);
+	/* and on the second stream of a join (query/stream_joins.c) */
+	if (OidIsValid(sjoin_right_stream(query)))
+		check_stream_rls(sjoin_right_stream(query));
 }
 
 /*

@@ -43,6 +43,7 @@
 #include "ddl/create_transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/stream_joins.h"
 
 bool
 transform_applies(Query *query)
@@ -377,6 +378,23 @@ transform_build(TransformBuild *ct)
 								 psprintf("stream_ext_transform_%u", ct->viewid),
 								 "transform", ct->vq, ct->viewid);
 	CommandCounterIncrement();
+
+	/*
+	 * A join of two streams: the same trigger on the second one, and the
+	 * SELECT of its batches (query/stream_joins.c)
+	 */
+	if (OidIsValid(sjoin_right_stream(ct->query)))
+	{
+		Index		old = joins_set_batch_rti(sjoin_right_rti(ct->query));
+		char	   *right_select = transform_select_sql(ct, CV_NEW_ROWS);
+
+		joins_set_batch_rti(old);
+		(void) create_stream_trigger(sjoin_right_stream(ct->query),
+									 psprintf("stream_ext_transform_%u", ct->viewid),
+									 "transform", ct->vq, ct->viewid);
+		CommandCounterIncrement();
+		sjoin_create_transform(ct->query, ct->viewid, right_select);
+	}
 }
 
 /* phase 4: the transform's catalog row */

@@ -70,6 +70,7 @@
 #include "query/joins.h"
 #include "query/retract.h"
 #include "query/rollup.h"
+#include "query/stream_joins.h"
 #include "windows/windows.h"
 
 /* stream_ext.notify_pgrst: tell PostgREST to reload its schema cache */
@@ -362,6 +363,13 @@ create_analyze(ViewBuild *cv, const char *queryString)
 		se_retract_check_session(cv->plan.streamid);
 	view_options_validate(opts, &cv->plan);
 
+	if (OidIsValid(sjoin_right_stream(cv->plan.query)) &&
+		(opts->backfill.given || opts->backfill.has_from))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("backfill options are not supported for a join of two streams"),
+				 errdetail("A join of two streams starts from the rows both streams retain."),
+				 errhint("Drop the backfill options.")));
 	if (OidIsValid(cv->rollup.upstream) &&
 		(opts->backfill.has_from || opts->backfill.mode == BACKFILL_KAFKA))
 		ereport(ERROR,
@@ -548,6 +556,10 @@ create_build(ViewBuild *cv)
 		rollup_create_trigger(&cv->rollup, obj->viewid, obj->matrelid, mq);
 	else
 		create_maintenance_trigger(plan->streamid, obj->viewid, obj->matrelid, mq);
+	/* a join of two streams: the second one's trigger too (query/stream_joins.c) */
+	if (OidIsValid(sjoin_right_stream(plan->query)))
+		create_maintenance_trigger(sjoin_right_stream(plan->query), obj->viewid,
+								   obj->matrelid, mq);
 	CommandCounterIncrement();
 }
 
@@ -568,6 +580,9 @@ create_record(ViewBuild *cv)
 		catalog_set_delta(obj->viewid, obj->deltaid,
 						  cv_compact_sql(&cv->plan, obj->mq, obj->dq));
 	view_options_record(&cv->opts, obj);
+	/* a join of two streams: its second stream's statements (query/stream_joins.c) */
+	if (OidIsValid(sjoin_right_stream(cv->plan.query)))
+		sjoin_create_view(&cv->plan, obj->viewid, obj->mq, obj->dq, obj->auxids);
 }
 
 /* phase 5: start from what the stream already holds (or a Kafka replay) */

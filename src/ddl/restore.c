@@ -178,6 +178,14 @@ ddl_restore_dependencies(Oid streamid)
 			n += restore_trigger_dependencies(stream, "transform", obj->objid, obj->objid);
 		}
 	}
+	/* the trigger of a transform on the second stream it joins (query/stream_joins.c) */
+	foreach(lc, catalog_stream_joins(streamid, InvalidOid, CurrentMemoryContext))
+	{
+		StreamJoinEntry *sj = lfirst(lc);
+
+		if (sj->transform && sj->right_stream == streamid)
+			n += restore_trigger_dependencies(stream, "transform", sj->object, sj->object);
+	}
 	table_close(stream, AccessShareLock);
 	if (is_stream)
 		n += restore_dependency(RelationRelationId, streamid, ExtensionRelationId,

@@ -73,6 +73,7 @@
 #include "ddl/stream.h"
 #include "housekeeping/retention.h"
 #include "maintain/changes.h"
+#include "query/stream_joins.h"
 #include "storage/discard_am.h"
 #include "windows/windows.h"
 
@@ -333,6 +334,8 @@ stream_ext_set_retention(PG_FUNCTION_ARGS)
 																IntervalPGetDatum(retention)))),
 					 errhint("Pass NULL to keep raw rows until TRUNCATE.")));
 	}
+	/* joins of two streams need their rows for the whole window (query/stream_joins.c) */
+	sjoin_check_retention(relid, retention);
 	catalog_set_stream_retention(relid, retention);
 	if (retention != NULL)
 		ensure_job();

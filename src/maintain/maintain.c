@@ -68,6 +68,7 @@
 #include "maintain/stats.h"
 #include "maintain/trigger.h"
 #include "query/analyze.h"
+#include "query/stream_joins.h"
 #include "query/combine.h"
 #include "windows/lateness.h"
 #include "windows/windows.h"
@@ -1026,6 +1027,7 @@ views_load(SeBatchEntry *entry, TriggerData *trigdata)
 	Relation	stream = trigdata->tg_relation;
 	MaintViews *views = MemoryContextAllocZero(entry->cxt, sizeof(MaintViews));
 	List	   *own;
+	List	   *sjoin_units;
 	List	   *groups;
 	List	   *plans;
 	bool		first;
@@ -1044,6 +1046,8 @@ views_load(SeBatchEntry *entry, TriggerData *trigdata)
 	own = views_with_own_trigger(stream, trigdata->tg_trigger->tgoid, &first);
 	if (!first)
 		return;					/* a second trigger like it does nothing */
+	/* joins of two streams run as units of their own (query/stream_joins.c) */
+	sjoin_units = sjoin_view_units(entry, entry->streamid, &own);
 	groups = group_views(entry->streamid, own, entry->cxt, &plans, &entry->more_relids);
 
 	/* a group of one view is that view's own statements */
@@ -1088,6 +1092,9 @@ views_load(SeBatchEntry *entry, TriggerData *trigdata)
 		views->units = lappend(views->units, unit);
 		MemoryContextSwitchTo(old);
 	}
+	old = MemoryContextSwitchTo(entry->cxt);
+	views->units = list_concat(views->units, sjoin_units);
+	MemoryContextSwitchTo(old);
 }
 
 static uint64

@@ -69,6 +69,7 @@
 #include "maintain/trigger.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/stream_joins.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_transform);
 
@@ -93,6 +94,7 @@ transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 	Oid			viewid;
 	TransformCatalogEntry tc;
 	MemoryContext old;
+	char	   *select_sql;
 
 	viewid = relid_from_trigger_arg(trigger->tgargs[0]);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
@@ -105,11 +107,14 @@ transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 	entry->objid = viewid;
 	entry->streamid = tc.streamid;
 	entry->relids[0] = viewid;
-	entry->relids[1] = entry->streamid;
+	entry->relids[1] = RelationGetRelid(trigdata->tg_relation);
 	entry->relids[2] = tc.targetid;
 	entry->owner = tc.owner;
+	/* the second stream of a join has its own statement (query/stream_joins.c) */
+	select_sql = sjoin_transform_select(entry, viewid, RelationGetRelid(trigdata->tg_relation));
 	/* the statement */
-	entry->kind = transform_sql(tc.targetid, tc.columns, tc.select_sql);
+	entry->kind = transform_sql(tc.targetid, tc.columns,
+								select_sql ? select_sql : tc.select_sql);
 	entry->notify = tc.notify;
 	entry->timezone = tc.timezone;
 	entry->error_context =
@@ -142,7 +147,12 @@ transform_prepare(SeBatchEntry *entry)
 static uint64
 transform_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
-	int			rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
+	int			rc;
+
+	/* a join of two streams: under the join's lock (query/stream_joins.c) */
+	if (entry->sjoin_side != SJOIN_NONE)
+		return sjoin_run_plans(entry);
+	rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
 
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: transform failed: %s", SPI_result_code_string(rc));

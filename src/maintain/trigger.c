@@ -145,6 +145,7 @@ batch_entry(TriggerData *trigdata, const SeBatchOps *ops)
 	entry->notify = NULL;
 	entry->arrival_attnum = InvalidAttrNumber;
 	entry->error_context = NULL;
+	entry->sjoin_side = 0;
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext batch trigger",
 									   ALLOCSET_SMALL_SIZES);
 	ops->load(entry, trigdata);

@@ -94,6 +94,9 @@ struct SeBatchEntry
 	List	   *privs;			/* what the plans touch: privileges.c */
 	uint64		privs_checked;
 	MemoryContext cxt;
+
+	/* a side of a stream-stream join (query/stream_joins.h), or 0 */
+	int			sjoin_side;
 };
 
 extern Datum se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops);

@@ -40,6 +40,23 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "query/joins.h"
+#include "query/sjoin_window.h"
+
+/*
+ * The range-table entry read from the batch in joins_from_sql(), when it is
+ * not the stream (rti 1): the second stream of a stream-stream join, whose
+ * batches join the first stream's retained rows (query/stream_joins.c).
+ */
+static Index batch_rti = 1;
+
+Index
+joins_set_batch_rti(Index rti)
+{
+	Index		old = batch_rti;
+
+	batch_rti = rti;
+	return old;
+}
 
 typedef struct FromCheck
 {
@@ -49,6 +66,7 @@ typedef struct FromCheck
 	int			nstreams;
 	int			nrels;
 	Index		stream_rti;
+	Index		second_stream_rti;	/* a join of two streams: query/stream_joins.c */
 } FromCheck;
 
 static void
@@ -97,6 +115,8 @@ check_from_item(FromCheck *fc, Node *node)
 			fc->nstreams++;
 			if (fc->nstreams == 1)
 				fc->stream_rti = rti;
+			else if (fc->nstreams == 2)
+				fc->second_stream_rti = rti;
 			return;
 		}
 		relkind = get_rel_relkind(rte->relid);
@@ -177,9 +197,9 @@ joins_check_from(Query *q, const char *querytext, const char *what)
 				 errmsg("\"%s\" is not a stream", get_rel_name(rte->relid)),
 				 errhint("Continuous views read from streams; create one with stream_ext.create_stream().")));
 	}
-	if (fc.nstreams > 1)
-		join_not_supported(&fc, "a join of two streams",
-						   "A continuous view reads one stream; it may join it to tables.", -1);
+	if (fc.nstreams > 2)
+		join_not_supported(&fc, "a join of more than two streams",
+						   "A continuous view reads one stream, or two joined within a time window; it may join them to tables.", -1);
 	if (fc.stream_rti != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -193,6 +213,9 @@ joins_check_from(Query *q, const char *querytext, const char *what)
 		q->jointree = (FromExpr *) flatten_join_alias_vars(q, (Node *) q->jointree);
 		q->havingQual = flatten_join_alias_vars(q, q->havingQual);
 	}
+	/* two streams: joined within a time window (query/stream_joins.c) */
+	if (fc.nstreams == 2)
+		sjoin_check_from(q, fc.second_stream_rti, querytext, what);
 	return rt_fetch(1, q->rtable)->relid;
 }
 
@@ -261,8 +284,14 @@ append_from_item(StringInfo buf, Query *q, List *ctx, const char *source,
 		Index		rti = ((RangeTblRef *) node)->rtindex;
 		RangeTblEntry *rte = rt_fetch(rti, q->rtable);
 
-		if (rti == 1)
+		if (rti == 1 && batch_rti == 1)
 			appendStringInfo(buf, "%s s", source);
+		else if (rti == batch_rti)
+			appendStringInfo(buf, "%s t%u", source, rti);
+		else if (rti == 1)
+			appendStringInfo(buf, "%s%s s", rte->inh ? "" : "ONLY ",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+														get_rel_name(rte->relid)));
 		else
 			appendStringInfo(buf, "%s%s t%u", rte->inh ? "" : "ONLY ",
 							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),

@@ -39,6 +39,13 @@ extern List *joins_deparse_context(Query *q, Oid streamid);
 extern char *joins_from_sql(Query *q, List *ctx, const char *source);
 
 /*
+ * A stream-stream join (query/stream_joins.c): make joins_from_sql() read
+ * range-table entry rti from its source and the first stream (rti 1) from
+ * the stream itself; 1 restores the default.  Returns the previous value.
+ */
+extern Index joins_set_batch_rti(Index rti);
+
+/*
  * Record that objid (a pg_class object) depends on every table column q
  * reads, so DROP TABLE / DROP COLUMN need CASCADE.
  */

@@ -582,3 +582,20 @@ CREATE SEQUENCE stream_ext.change_seq;
 CREATE FUNCTION stream_ext.changes(view regclass) RETURNS regclass
     AS 'MODULE_PATHNAME', 'stream_ext_changes'
     LANGUAGE C STRICT STABLE;
+
+-- sjoin: stream-stream windowed joins (query/stream_joins.c)
+CREATE TABLE stream_ext.stream_joins (
+    object        regclass PRIMARY KEY,
+    left_stream   regclass NOT NULL,
+    right_stream  regclass NOT NULL,
+    -- the widest distance in time between two joined rows: both streams
+    -- must retain their raw rows at least this long
+    join_window   interval NOT NULL,
+    -- a batch of right_stream: the maintenance statement (or the
+    -- transform's SELECT) and, for count(DISTINCT), one more per column
+    right_sql     text NOT NULL,
+    right_distinct_sql text[] NOT NULL DEFAULT '{}'
+);
+CREATE INDEX ON stream_ext.stream_joins (right_stream);
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.stream_joins', '');
+GRANT SELECT ON stream_ext.stream_joins TO PUBLIC;

@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * sjoin_window.h
+ *	  What a join of two streams must be, and its window
+ *	  (query/sjoin_window.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAM_EXT_SJOIN_WINDOW_H
+#define STREAM_EXT_SJOIN_WINDOW_H
+
+#include "nodes/parsenodes.h"
+#include "utils/timestamp.h"
+
+/*
+ * From joins_check_from(): q's FROM joins stream rti 1 and stream
+ * right_rti.  Refuses what cannot be maintained (a self-join, outer joins
+ * of the two streams, no time window bounding the join both ways, a stream
+ * that retains no rows) with 0A000.
+ */
+extern void sjoin_check_from(Query *q, Index right_rti, const char *querytext,
+							 const char *what);
+
+/* q's second stream, or InvalidOid: q reads one stream */
+extern Oid	sjoin_right_stream(Query *q);
+
+/* q's second stream and its range-table index, or InvalidOid / 0 */
+extern Oid	sjoin_right_stream(Query *q);
+extern Index sjoin_right_rti(Query *q);
+
+/* the window of q, a join of two streams that sjoin_check_from() accepted */
+extern Interval *sjoin_window(Query *q);
+
+extern bool sjoin_interval_less(Interval *a, Interval *b);
+
+#endif							/* STREAM_EXT_SJOIN_WINDOW_H */
