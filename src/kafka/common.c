@@ -1518,6 +1518,28 @@ kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	rk_error_pending = true;
 }
 
+/*
+ * A consumer from conf (which it takes over), its errors reported through
+ * kafka_error_cb() (one pending from an earlier client is dropped), its
+ * events on the consumer queue: the source worker's and the replay's.
+ */
+rd_kafka_t *
+kafka_new_consumer(rd_kafka_conf_t *conf)
+{
+	rd_kafka_t *rk;
+	char		errstr[512];
+
+	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+	(void) kafka_pending_error();
+	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+	if (rk == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("cannot create Kafka consumer: %s", errstr)));
+	rd_kafka_poll_set_consumer(rk);
+	return rk;
+}
+
 /* the error librdkafka reported since the last call, or NULL */
 const char *
 kafka_pending_error(void)

@@ -272,6 +272,7 @@ extern void kafka_begin_xact(void);
 extern void kafka_commit_xact(void);
 extern void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
 extern const char *kafka_pending_error(void);
+extern rd_kafka_t *kafka_new_consumer(rd_kafka_conf_t *conf);
 extern void kafka_worker_main_loop(const KafkaWorkerLoop *loop);
 extern void kafka_check_interrupts(void);
 

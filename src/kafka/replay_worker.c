@@ -395,7 +395,6 @@ static void
 setup_consumer(void)
 {
 	rd_kafka_conf_t *conf;
-	char		errstr[512];
 	rd_kafka_topic_partition_list_t *assign;
 	rd_kafka_resp_err_t err;
 
@@ -405,13 +404,7 @@ setup_consumer(void)
 							psprintf("stream_ext-replay-%u", R.args.viewid),
 							R.source_owner);
 	commit_xact();
-	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
-	R.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-	if (R.rk == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("cannot create Kafka consumer: %s", errstr)));
-	rd_kafka_poll_set_consumer(R.rk);
+	R.rk = kafka_new_consumer(conf);
 	resolve_starts();
 
 	assign = rd_kafka_topic_partition_list_new(Max(R.npart, 1));

@@ -474,7 +474,6 @@ static void
 setup_consumer(void)
 {
 	rd_kafka_conf_t *conf;
-	char		errstr[512];
 	rd_kafka_topic_partition_list_t *assign;
 	Oid			argtypes[4] = {TEXTOID, INT4OID, INT8OID, INT8OID};
 	Datum		args[4];
@@ -486,15 +485,8 @@ setup_consumer(void)
 	kafka_begin_xact();
 	conf = kafka_build_conf(W.brokers, &W.opts, W.group_id, W.args.owner);
 	kafka_commit_xact();
-	rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
 	W.client_error[0] = '\0';
-	(void) kafka_pending_error();	/* the previous consumer's */
-	W.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-	if (W.rk == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("cannot create Kafka consumer: %s", errstr)));
-	rd_kafka_poll_set_consumer(W.rk);
+	W.rk = kafka_new_consumer(conf);
 	W.rkq = rd_kafka_queue_get_consumer(W.rk);
 	W.queue_min_msgs = conf_int(rd_kafka_conf(W.rk), "queued.min.messages", 100000);
 	W.queue_max_bytes = conf_int(rd_kafka_conf(W.rk), "queued.max.messages.kbytes", 65536) * 1024;
