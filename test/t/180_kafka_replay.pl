@@ -16,6 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use StreamExtTAP;
+use ReplayTAP;
 
 skip_unless_kafka();
 my $broker = start_broker('--partitions', '2', '--topic', 'ev', '--topic', 'big');
@@ -31,22 +32,6 @@ sub wait_for
 		'SELECT * FROM stream_ext.backfill_progress; SELECT * FROM stream_ext.source_status');
 }
 
-# messages i of the topic: {"k": i % 7, "v": i % 101}; the view's query over
-# messages $from..$to, as the rows "k|n|s|nd" ordered by k
-sub expected
-{
-	my ($from, $to) = @_;
-	my (%n, %s, %d);
-	for my $i ($from .. $to)
-	{
-		my ($k, $v) = ($i % 7, $i % 101);
-		$n{$k}++;
-		$s{$k} += $v;
-		$d{$k}{$v} = 1;
-	}
-	return join("\n", map { join('|', $_, $n{$_}, $s{$_}, scalar(keys %{ $d{$_} })) } sort { $a <=> $b } keys %n);
-}
-sub msgs { my ($from, $to) = @_; return [ map { sprintf('{"k":%d,"v":%d}', $_ % 7, $_ % 101) } $from .. $to ] }
 my $view_rows = 'SELECT k, n, s, nd FROM per_k ORDER BY k';
 
 sql(qq{
@@ -61,15 +46,15 @@ SELECT stream_ext.start_source('ev_src');
 });
 
 # history: 4000 good messages and 3 bad ones, loaded and gone (the stream keeps nothing)
-$broker->produce('ev', [ 'not json', @{ msgs(1, 2000) } ], 0);
-$broker->produce('ev', [ @{ msgs(2001, 4000) }, '{"k": "x"}', '[' ], 1);
+$broker->produce('ev', [ 'not json', @{ replay_msgs(1, 2000) } ], 0);
+$broker->produce('ev', [ @{ replay_msgs(2001, 4000) }, '{"k": "x"}', '[' ], 1);
 wait_for(total_stored('ev_src'), '4003', 'the source loaded the history');
 is(sql('SELECT count(*) FROM ev'), '0', 'the stream keeps none of it');
 is(sql(q{SELECT count(*) FROM stream_ext.dead_letters WHERE source = 'ev_src'}), '3',
 	'the source made the 3 bad messages dead letters');
 
 # new messages keep coming while the view is created and replays
-my $live = $broker->produce_start('ev', msgs(4001, 10000), 0,
+my $live = $broker->produce_start('ev', replay_msgs(4001, 10000), 0,
 	"$PostgreSQL::Test::Utils::tmp_check/live.txt");
 sql(q{SET ROLE app;
 CREATE VIEW per_k WITH (continuous, backfill = 'kafka') AS
@@ -81,21 +66,21 @@ $broker->produce_finish($live);
 wait_for(total_stored('ev_src'), '10003', 'the source loaded the live messages');
 wait_for(q{SELECT state FROM stream_ext.backfill_progress WHERE view = 'per_k'::regclass}, 'done',
 	'the replay is done');
-is(sql($view_rows), expected(1, 10000),
+is(sql($view_rows), replay_expected(1, 10000),
 	'the view equals its query over every good message of the topic');
 is(sql(q{SELECT format('%s %s %s %s', messages + skipped = offsets_total, skipped, offsets_done = offsets_total, partitions)
            FROM stream_ext.backfill_progress}), 't 3 t 2',
 	'progress: every offset up to the hand-over done, the 3 bad messages skipped');
 is(sql(q{SELECT count(*) FROM stream_ext.dead_letters WHERE source = 'ev_src'}), '3',
 	'no dead letter twice');
-$broker->produce('ev', msgs(10001, 10500), 1);
+$broker->produce('ev', replay_msgs(10001, 10500), 1);
 wait_for(total_stored('ev_src'), '10503', 'more live messages loaded');
-is(sql($view_rows), expected(1, 10500), 'after the replay, the trigger alone maintains the view');
+is(sql($view_rows), replay_expected(1, 10500), 'after the replay, the trigger alone maintains the view');
 wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'stream_ext kafka replay'}, '0',
 	'the replay worker exited');
 
 # ---- CREATE OR REPLACE with backfill = 'kafka': the new query over the whole topic
-$live = $broker->produce_start('ev', msgs(10501, 14000), 1,
+$live = $broker->produce_start('ev', replay_msgs(10501, 14000), 1,
 	"$PostgreSQL::Test::Utils::tmp_check/live2.txt");
 sql(q{SET ROLE app;
 CREATE OR REPLACE VIEW per_k WITH (continuous, backfill = 'kafka') AS
@@ -104,7 +89,7 @@ $broker->produce_finish($live);
 wait_for(total_stored('ev_src'), '14003', 'the source loaded the messages produced during the replace');
 wait_for(q{SELECT state FROM stream_ext.backfill_progress WHERE view = 'per_k'::regclass}, 'done',
 	'the replay of the replaced view is done');
-is(sql($view_rows), expected(1, 14000), 'the replaced view equals its new query over every message');
+is(sql($view_rows), replay_expected(1, 14000), 'the replaced view equals its new query over every message');
 is(sql('SELECT count(*) FROM per_k WHERE mx = 100'), '7', 'including its new column');
 my ($n, $secs, $rate) = split /\|/, sql(q{SELECT messages, round(extract(epoch FROM finished_at - started_at)::numeric, 2),
   round(messages / greatest(extract(epoch FROM finished_at - started_at), 0.001))
@@ -117,7 +102,7 @@ SELECT stream_ext.create_stream('big', 'k int, v int', retain => false);
 SELECT stream_ext.create_kafka_source('big_src', 'big', '$bootstrap', 'big', 'json',
   '{"batch_size": 20, "max_wait_ms": 50}');
 SELECT stream_ext.start_source('big_src');});
-$broker->produce('big', msgs(1, 20000), 0);
+$broker->produce('big', replay_msgs(1, 20000), 0);
 wait_for(total_stored('big_src'), '20000', 'the source loaded the big topic');
 sql(q{SET ROLE app;
 CREATE VIEW big_c WITH (continuous, backfill = 'kafka') AS SELECT k, count(*) AS n FROM big GROUP BY k;});
@@ -154,7 +139,7 @@ CREATE OR REPLACE VIEW big_e WITH (continuous, backfill = 'kafka') AS
   SELECT k, count(*) AS n, sum(v) AS s FROM big GROUP BY k;});
 wait_for(q{SELECT state FROM stream_ext.backfill_progress WHERE view = 'big_e'::regclass}, 'done',
 	'the replay of the view replaced during its replay is done');
-my $big = expected(1, 20000);
+my $big = replay_expected(1, 20000);
 $big =~ s/^(\d+\|\d+\|\d+)\|\d+$/$1/mg;
 is(sql('SELECT k, n, s FROM big_e ORDER BY k'), $big,
 	'the view replaced during its replay equals its new query over the topic');

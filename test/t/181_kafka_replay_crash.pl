@@ -17,6 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
 use StreamExtTAP;
+use ReplayTAP;
 
 skip_unless_kafka();
 my $crashes = $ENV{STREAM_EXT_REPLAY_CRASHES} || 4;
@@ -37,20 +38,6 @@ sub wait_for
 		'SELECT * FROM stream_ext.backfill_progress; SELECT * FROM stream_ext.source_status');
 }
 
-sub msgs { my ($from, $to) = @_; return [ map { sprintf('{"k":%d,"v":%d}', $_ % 7, $_ % 101) } $from .. $to ] }
-sub expected
-{
-	my ($from, $to) = @_;
-	my (%n, %s, %d);
-	for my $i ($from .. $to)
-	{
-		my ($k, $v) = ($i % 7, $i % 101);
-		$n{$k}++;
-		$s{$k} += $v;
-		$d{$k}{$v} = 1;
-	}
-	return join("\n", map { join('|', $_, $n{$_}, $s{$_}, scalar(keys %{ $d{$_} })) } sort { $a <=> $b } keys %n);
-}
 
 sql(qq{
 CREATE EXTENSION stream_ext;
@@ -60,8 +47,8 @@ SELECT stream_ext.create_kafka_source('ev_src', 'ev', '$bootstrap', 'ev', 'json'
 SELECT stream_ext.start_source('ev_src');
 });
 my $history = 30000;
-$broker->produce('ev', msgs(1, $history / 2), 0);
-$broker->produce('ev', msgs($history / 2 + 1, $history), 1);
+$broker->produce('ev', replay_msgs(1, $history / 2), 0);
+$broker->produce('ev', replay_msgs($history / 2 + 1, $history), 1);
 wait_for(total_stored('ev_src'), $history, 'the source loaded the history');
 
 sql(q{CREATE VIEW per_k WITH (continuous, backfill = 'kafka') AS
@@ -78,7 +65,7 @@ my $next = $history + 1;
 for my $c (1 .. $crashes)
 {
 	# live messages, and a random moment in the replay's middle
-	$broker->produce('ev', msgs($next, $next + 499), $c % 2);
+	$broker->produce('ev', replay_msgs($next, $next + 499), $c % 2);
 	$next += 500;
 	# the c-th of $crashes equal slices of the history, at a random point in it
 	my $slice = int($history * 0.9 / $crashes);
@@ -116,13 +103,13 @@ for my $c (1 .. $crashes)
 	cmp_ok($after, '>=', $at, "crash $c: no committed batch of the replay lost ($at -> $after)");
 }
 
-$broker->produce('ev', msgs($next, $next + 999), 0);
+$broker->produce('ev', replay_msgs($next, $next + 999), 0);
 $next += 1000;
 wait_for(total_stored('ev_src'), $next - 1, 'the source loaded every live message');
 wait_for(q{SELECT state FROM stream_ext.backfill_progress}, 'done', 'the replay finished after the crashes');
 is(sql(q{SELECT format('%s %s', messages, offsets_done) FROM stream_ext.backfill_progress}),
 	"$history $history", 'every message up to the hand-over replayed once');
-is(sql('SELECT k, n, s, nd FROM per_k ORDER BY k'), expected(1, $next - 1),
+is(sql('SELECT k, n, s, nd FROM per_k ORDER BY k'), replay_expected(1, $next - 1),
 	'the view equals its query over every message of the topic');
 
 $node->stop;
