@@ -986,7 +986,7 @@ changes_alter(Oid viewid, bool enable)
 								CHANGES_ROLLUP_HINT);
 		if (view_replaying(viewid))
 			changes_refuse_kind("a continuous view while its Kafka replay runs", CHANGES_REPLAY_DETAIL,
-								"Wait until stream_ext.backfills shows the replay done, or cancel it.");
+								"Wait until stream_ext.backfill_progress shows it done, or cancel it with stream_ext.cancel_backfill().");
 		/* writers of the stream finish first; later ones see the change stream */
 		LockRelationOid(cat.streamid, ShareRowExclusiveLock);
 		reanalyze(&cat, &plan);
