@@ -317,13 +317,6 @@ backfill_prepare(BackfillSpec *spec, Oid streamid, bool session, bool lateness)
 	desc = SPI_tuptable->tupdesc;
 	spec->source = SPI_getvalue(tup, desc, 1);
 	format = kafka_parse_format(SPI_getvalue(tup, desc, 2));
-	if (format == KAFKA_FORMAT_DEBEZIUM_JSON || format == KAFKA_FORMAT_DEBEZIUM_AVRO)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("backfill = 'kafka' is not supported for Kafka source \"%s\" of format \"%s\"",
-						spec->source, SPI_getvalue(tup, desc, 2)),
-				 errdetail("The replay applies one row per message; a Debezium update is two signed rows and a delete's tombstone none."),
-				 errhint("Use backfill = 'stream' or 'none'.")));
 	kafka_parse_options(DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 3, &isnull)), &opts);
 	source_owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
 	if (!has_privs_of_role(GetUserId(), source_owner))
