@@ -25,19 +25,6 @@ sub wait_for
 		'SELECT * FROM stream_ext.backfill_progress; SELECT * FROM stream_ext.source_status');
 }
 
-# keyed messages in order; undef is a tombstone (kcat -Z)
-sub produce_messages
-{
-	my ($topic, $msgs) = @_;
-	my $i = 0;
-	my $in = join('', map { 'key' . $i++ . "\t" . (defined $_ ? $_ : '') . "\n" } @$msgs);
-	my ($o, $e);
-	IPC::Run::run([ 'kcat', '-P', '-Z', '-K', "\t", '-b', $broker->bootstrap, '-t', $topic, '-p', '0' ],
-		'<', \$in, '>', \$o, '2>', \$e)
-	  or die "kcat failed: $e";
-	return;
-}
-
 my $json = JSON::PP->new->canonical;
 my (%table, @msgs);
 for my $i (1 .. 300)
@@ -66,7 +53,7 @@ SELECT stream_ext.create_stream('inv', 'id int, k int, v int', retain => false, 
 SELECT stream_ext.start_source(stream_ext.create_kafka_source('cdc_src', 'inv',
   '${\ $broker->bootstrap}', 'cdc', 'debezium-json', '{"batch_size": 50, "max_wait_ms": 100}'));
 });
-produce_messages('cdc', \@msgs);
+$broker->produce_keyed('cdc', \@msgs, 0);
 wait_for(total_stored('cdc_src'), scalar(@msgs), 'the source consumed every message');
 is(sql('SELECT count(*) FROM inv'), '0', 'the stream keeps none of it');
 
@@ -80,7 +67,7 @@ is(sql(q{SELECT format('%s %s', messages, skipped) FROM stream_ext.backfill_prog
 	scalar(@msgs) . ' 0', 'progress counts messages (tombstones too), not rows; none skipped');
 
 # live changes after the hand-over reach it through its trigger
-produce_messages('cdc', [ $json->encode({ op => 'd', before => { %{ $table{200} } }, after => undef }), undef ]);
+$broker->produce_keyed('cdc', [ $json->encode({ op => 'd', before => { %{ $table{200} } }, after => undef }), undef ], 0);
 $n{ $table{200}{k} }--;
 $s{ $table{200}{k} } -= $table{200}{v};
 wait_for(total_stored('cdc_src'), scalar(@msgs) + 2, 'the source consumed the live delete');
