@@ -676,6 +676,9 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 		rollup_check_create(&cv.rollup, stmt->replace,
 							cv.opts.session.enabled || cv.opts.window != NIL ||
 							cv.opts.lateness.enabled);
+	if (OidIsValid(cv.rollup.upstream) && cv.opts.changes)
+		changes_refuse_kind("a continuous view over another continuous view", CHANGES_ROLLUP_DETAIL,
+							CHANGES_ROLLUP_HINT);
 	if (transform_applies(cv.query))
 	{
 		view_options_check_kind(&cv.opts, true);

@@ -327,6 +327,9 @@ changes_parse(List *defs, CVOptions *vo)
 static void
 changes_check(CVOptions *vo, CVPlan *plan)
 {
+	if (vo->changes && vo->backfill.mode == BACKFILL_KAFKA)
+		changes_refuse_kind("a continuous view with backfill = 'kafka'", CHANGES_REPLAY_DETAIL,
+							"Use backfill = 'stream' or 'none', or ALTER VIEW ... SET (changes = true) once the replay is done.");
 	if (vo->changes)
 		changes_validate(plan, vo->session.enabled, vo->lateness.enabled);
 }

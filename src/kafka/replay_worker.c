@@ -526,12 +526,17 @@ decode_run(void *arg)
 	{
 		rd_kafka_message_t *m = R.msgs[run->i];
 		KafkaMessage km;
+		HeapTuple	tuple;
 
 		if (m->len > (size_t) R.opts.max_message_bytes)
 			elog(ERROR, "message exceeds max_message_bytes");
 		kafka_message_from_rd(m, &km);
-		run->tuples[run->ntuples] = kafka_decode(R.dec, &km, R.batch_cxt);
-		run->ntuples++;
+		tuple = kafka_decode(R.dec, &km, R.batch_cxt);
+		/* a Debezium message is none (a tombstone), one or two (an update) rows */
+		if (tuple != NULL)
+			run->tuples[run->ntuples++] = tuple;
+		if (R.dec->second != NULL)
+			run->tuples[run->ntuples++] = R.dec->second;
 		MemoryContextReset(R.msg_cxt);
 	}
 }
@@ -625,7 +630,7 @@ apply_batch(void)
 						R.viewname, R.source)));
 
 	oldcxt = MemoryContextSwitchTo(R.batch_cxt);
-	run.tuples = palloc(sizeof(HeapTuple) * Max(R.nmsgs, 1));
+	run.tuples = palloc(sizeof(HeapTuple) * Max(2 * R.nmsgs, 1));	/* up to two a message */
 	parts = palloc(sizeof(Datum) * Max(R.npart, 1));
 	offs = palloc(sizeof(Datum) * Max(R.npart, 1));
 	MemoryContextSwitchTo(oldcxt);
@@ -688,7 +693,7 @@ apply_batch(void)
 				 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, n) "
 				 "WHERE o.view = $1::pg_catalog.regclass AND o.partition = u.p",
 				 3, argtypes, args, NULL, SPI_OK_UPDATE);
-	args[1] = Int64GetDatum((int64) run.ntuples);
+	args[1] = Int64GetDatum((int64) (R.nmsgs - skipped));	/* messages, not rows */
 	args[2] = Int64GetDatum((int64) skipped);
 	argtypes[1] = INT8OID;
 	argtypes[2] = INT8OID;

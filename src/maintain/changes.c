@@ -72,6 +72,7 @@
 #include "core/security.h"
 #include "core/util.h"
 #include "maintain/changes.h"
+#include "query/sjoin_window.h"
 #include "windows/windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_changes);
@@ -163,7 +164,22 @@ changes_validate(CVPlan *plan, bool sessions, bool lateness)
 				 errmsg("changes = true is not supported for continuous views with session windows, sliding or hopping windows, or allowed_lateness"),
 				 errdetail("Their rows change with time or are merged when read, not per batch of their stream."),
 				 errhint("Tumbling windows (tumble()) and plain GROUP BY views can have a change stream.")));
+	if (OidIsValid(sjoin_right_stream(plan->query)))
+		changes_refuse_kind("a continuous view over a join of two streams",
+							"A batch of the second stream is maintained apart from the view's change stream.",
+							NULL);
 	(void) key_view_columns(plan);
+}
+
+/* a view refused a change stream: what it is, and why */
+void
+changes_refuse_kind(const char *what, const char *detail, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("changes = true is not supported for %s", what),
+			 errdetail("%s", detail),
+			 hint ? errhint("%s", hint) : 0));
 }
 
 /* ---- creation ------------------------------------------------------------ */
@@ -930,6 +946,27 @@ view_has_time_options(Oid viewid)
 	return result;
 }
 
+/* is the view's Kafka replay (backfill = 'kafka', kafka/replay.c) still running? */
+static bool
+view_replaying(Oid viewid)
+{
+	bool		result = false;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	spi_check(SPI_execute("SELECT pg_catalog.to_regclass('stream_ext.backfills') IS NOT NULL", true, 1),
+			  SPI_OK_SELECT, "reading a view's replay");
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0)
+	{
+		spi_check(SPI_execute(psprintf("SELECT FROM stream_ext.backfills WHERE view = %u AND state = 'running'",
+									   viewid), true, 1),
+				  SPI_OK_SELECT, "reading a view's replay");
+		result = SPI_processed > 0;
+	}
+	SPI_finish();
+	return result;
+}
+
 void
 changes_alter(Oid viewid, bool enable)
 {
@@ -944,6 +981,12 @@ changes_alter(Oid viewid, bool enable)
 
 		if (!catalog_lookup_view(viewid, &cat, CurrentMemoryContext))
 			elog(ERROR, "continuous view %u has no catalog entry", viewid);
+		if (!catalog_is_stream(cat.streamid))
+			changes_refuse_kind("a continuous view over another continuous view", CHANGES_ROLLUP_DETAIL,
+								CHANGES_ROLLUP_HINT);
+		if (view_replaying(viewid))
+			changes_refuse_kind("a continuous view while its Kafka replay runs", CHANGES_REPLAY_DETAIL,
+								"Wait until stream_ext.backfill_progress shows it done, or cancel it with stream_ext.cancel_backfill().");
 		/* writers of the stream finish first; later ones see the change stream */
 		LockRelationOid(cat.streamid, ShareRowExclusiveLock);
 		reanalyze(&cat, &plan);

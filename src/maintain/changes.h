@@ -37,6 +37,11 @@ extern List *changes_take_options(List *options, bool *enabled);
 
 /* refuse what changes = true cannot follow (sessions, lateness, windows) */
 extern void changes_validate(CVPlan *plan, bool sessions, bool lateness);
+/* why roll-ups and Kafka replays have no change stream (changes_refuse_kind()) */
+#define CHANGES_ROLLUP_DETAIL "A roll-up is maintained from its upstream's delta, apart from the batches that feed change streams."
+#define CHANGES_ROLLUP_HINT "Give the upstream view a change stream."
+#define CHANGES_REPLAY_DETAIL "The replay folds the topic's history into the view without a change for each group it touches."
+extern void changes_refuse_kind(const char *what, const char *detail, const char *hint);
 
 /* CREATE VIEW: make the view's change stream (catalog rows already written) */
 extern void changes_create(Oid viewid, CVPlan *plan);

@@ -107,6 +107,7 @@
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/trigger.h"
+#include "query/retract.h"
 #include "query/rollup.h"
 #include "windows/windows.h"
 
@@ -524,6 +525,13 @@ rollup_compose(Query *query, const char *querytext, RollupSpec *spec)
 						upstream_name(spec)),
 				 errdetail("A continuous view over another is fed by the batches the other appends to its delta; session windows, a count(DISTINCT) of a variable-width value and views made before stream_ext 0.3 upsert instead."),
 				 errhint("Create the coarser view over the stream itself.")));
+	if (se_stream_is_changelog(up.streamid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot build a continuous view over continuous view \"%s\": it reads changelog stream \"%s\"",
+						upstream_name(spec), get_rel_name(up.streamid)),
+				 errdetail("Retractions make its groups shrink and vanish; its partial states do not carry that to a roll-up exactly."),
+				 errhint("Create the coarser view over the changelog stream itself.")));
 	if (!catalog_lookup_view_definition(spec->upstream, &def))
 		elog(ERROR, "continuous view \"%s\" has no recorded definition", upstream_name(spec));
 	if (def.overlapping_window)

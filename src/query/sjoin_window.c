@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "core/catalog.h"
+#include "query/retract.h"
 #include "query/sjoin_window.h"
 #include "storage/discard_am.h"
 
@@ -294,6 +295,10 @@ sjoin_check_from(Query *q, Index right_rti, const char *querytext, const char *w
 		sjoin_refuse(what, "a join of a stream with itself",
 					 "A batch of a stream joined to itself would have to join its own rows; only joins of two different streams are maintained.",
 					 NULL);
+	if (se_stream_is_changelog(right))
+		sjoin_refuse(what, psprintf("changelog stream \"%s\" as the second stream of a join", get_rel_name(right)),
+					 "Only the first stream's retractions are applied: the second stream's rows would count as inserts.",
+					 "Put the changelog stream first in FROM.");
 	if (join_window(join_quals(q, right_rti, what), right_rti) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -399,6 +399,28 @@ sub produce
 
 =pod
 
+=item $broker->produce_keyed($topic, \@messages [, $partition ])
+
+Like produce(), each message with a key of its own ("key0", "key1", ...);
+an undef message is a tombstone (a keyed message without a value, kcat -Z),
+as Debezium writes after a delete.
+
+=cut
+
+sub produce_keyed
+{
+	my ($self, $topic, $msgs, $partition) = @_;
+	my $i = 0;
+	my $in = join('', map { 'key' . $i++ . "\t" . (defined $_ ? $_ : '') . "\n" } @$msgs);
+	my ($o, $e);
+	IPC::Run::run([ $self->_kcat_produce($topic, $partition), '-Z', '-K', "\t" ],
+		'<', \$in, '>', \$o, '2>', \$e)
+	  or die "kcat failed: $e";
+	return;
+}
+
+=pod
+
 =item $broker->produce_start($topic, \@lines, $partition, $file)
 
 Like produce(), in the background: writes the lines to $file (IPC::Run

@@ -30,20 +30,6 @@ sub wait_for { poll_ok($node, @_, 'SELECT * FROM stream_ext.source_status') }
 
 my $json = JSON::PP->new->canonical;
 
-# messages, in order, keyed; undef is a tombstone (kcat -Z: an empty value
-# is NULL, and only a keyed one is sent)
-sub produce_messages
-{
-	my ($topic, $msgs) = @_;
-	my $i = 0;
-	my $in = join('', map { 'key' . $i++ . "\t" . (defined $_ ? $_ : '') . "\n" } @$msgs);
-	my ($o, $e);
-	IPC::Run::run([ 'kcat', '-P', '-Z', '-K', "\t", '-b', $broker->bootstrap, '-t', $topic, '-p', '0' ],
-		'<', \$in, '>', \$o, '2>', \$e)
-	  or die "kcat failed: $e";
-	return;
-}
-
 # an event as Debezium's JSON converter writes it: column k is "item" in the
 # stream (option paths); every third wrapped as with schemas.enable = true
 my $n = 0;
@@ -117,7 +103,7 @@ for my $i (0 .. $#events)
 		}
 	}
 }
-produce_messages('cdc', \@msgs);
+$broker->produce_keyed('cdc', \@msgs, 0);
 wait_for(total_stored('cdc_src'), scalar(@msgs), 'debezium-json: every message consumed');
 
 sql(oracle_sql('oracle', \%table));
@@ -158,7 +144,7 @@ CREATE VIEW inv_json_by_item WITH (continuous) AS
 SELECT stream_ext.start_source(stream_ext.create_kafka_source('json_src', 'inv_json',
   '${\ $broker->bootstrap}', 'plainjson', 'json'));
 });
-produce_messages('plainjson', [ '{"id": 1, "item": "a", "qty": 5}', '{"id": 2, "item": "a", "qty": 7, "stream_ext_sign": -1}' ]);
+$broker->produce_keyed('plainjson', [ '{"id": 1, "item": "a", "qty": 5}', '{"id": 2, "item": "a", "qty": 7, "stream_ext_sign": -1}' ], 0);
 wait_for(total_stored('json_src'), '2', 'format json into a changelog stream: consumed');
 is(sql(q{TABLE inv_json_by_item}), 'a|2|12', 'format json into a changelog stream: every row adds');
 
