@@ -1,7 +1,8 @@
 -- Changelog streams (docs/changelog.md): the aggregates beyond count, sum
--- and avg that stay exact under retraction -- bool_and, bool_or, every
--- (signed counts of true and of non-NULL values) and var_pop, var_samp,
--- variance of integers (signed n, sum(x), sum(x*x) in numeric) -- checked
+-- and avg that stay exact under retraction -- count(DISTINCT x) (signed
+-- value counts in its side table), bool_and, bool_or, every (signed counts
+-- of true and of non-NULL values) and var_pop, var_samp, variance of
+-- integers (signed n, sum(x), sum(x*x) in numeric) -- checked
 -- against an oracle: a plain table whose every change is captured into the
 -- stream by statement triggers (one statement = one batch), the views equal
 -- to the same queries over the table.  Then tumbling windows and TTL.
@@ -61,10 +62,16 @@ SELECT make_pair('tot',
 SELECT make_pair('having_var',
   'SELECT k %% 4 AS k4, sum(v) AS sv FROM %s GROUP BY 1 HAVING var_samp(v) > 800 AND bool_or(b)');
 
+SELECT make_pair('distincts',
+  'SELECT k, count(DISTINCT v) AS dv, count(DISTINCT b) AS db, count(DISTINCT s) FILTER (WHERE b) AS ds_b,
+          count(DISTINCT v %% 7) AS dv7, count(*) AS n
+     FROM %s GROUP BY k');
+SELECT make_pair('tot_distinct',
+  'SELECT count(DISTINCT v) AS dv, count(DISTINCT w) AS dw, count(DISTINCT ts) AS dts FROM %s');
 CREATE FUNCTION diffs() RETURNS TABLE (view text, differing bigint) LANGUAGE plpgsql AS $$
 DECLARE n text;
 BEGIN
-  FOREACH n IN ARRAY ARRAY['bools', 'vars', 'tot', 'having_var'] LOOP
+  FOREACH n IN ARRAY ARRAY['bools', 'vars', 'tot', 'having_var', 'distincts', 'tot_distinct'] LOOP
     view := n;
     EXECUTE format('SELECT count(*) FROM ((TABLE cla.%1$I EXCEPT ALL TABLE cla.%2$I)
                      UNION ALL (TABLE cla.%2$I EXCEPT ALL TABLE cla.%1$I)) d', n, 'o_' || n)
@@ -105,8 +112,19 @@ DELETE FROM src WHERE id % 5 = 1;
 SELECT * FROM diffs();
 -- (the oracle compares something: groups in each view, digits of a variance)
 SELECT (SELECT count(*) FROM bools) AS bools, (SELECT count(*) FROM vars) AS vars,
-       (SELECT count(*) FROM having_var) AS having_var;
+       (SELECT count(*) FROM having_var) AS having_var, (SELECT sum(dv) FROM distincts) AS dv;
 SELECT vp, vs, vps, vsw FROM vars WHERE k = 1;
+-- a view created now starts from the stream's rows so far, signs and all
+CREATE VIEW late_distincts WITH (continuous) AS
+  SELECT k, count(DISTINCT v) AS dv, bool_or(b) AS bo, var_pop(w) AS vpw FROM ev GROUP BY k;
+SELECT count(*) AS differing FROM (
+  (TABLE late_distincts EXCEPT ALL SELECT k, count(DISTINCT v), bool_or(b), var_pop(w) FROM src GROUP BY k)
+  UNION ALL
+  (SELECT k, count(DISTINCT v), bool_or(b), var_pop(w) FROM src GROUP BY k EXCEPT ALL TABLE late_distincts)) d;
+DROP VIEW late_distincts;
+-- a roll-up cannot follow the signed counts of a count(DISTINCT) side table
+CREATE VIEW roll WITH (continuous) AS
+  SELECT k % 2 AS k2, stream_ext.combine(dv) AS dv FROM distincts GROUP BY 1;
 -- a group whose every value is true: bool_and true until a false comes
 UPDATE src SET b = true WHERE k = 4;
 SELECT k, ba, bo, ev FROM bools WHERE k = 4;
@@ -123,7 +141,27 @@ UPDATE src SET b = NULL WHERE k = 6;
 SELECT k, ba, bo, ev FROM bools WHERE k = 6;
 SELECT * FROM diffs();
 
+-- count(DISTINCT): a value leaves the count when its last row goes, not before
+INSERT INTO src VALUES (50001, 30, true, 1, 1000, 1, '2026-01-01'), (50002, 30, true, 1, 1000, 1, '2026-01-01'),
+                       (50003, 30, true, 1, 1001, 1, '2026-01-01');
+SELECT k, dv, db, n FROM distincts WHERE k = 30;
+DELETE FROM src WHERE id = 50001;
+SELECT k, dv, db, n FROM distincts WHERE k = 30;
+DELETE FROM src WHERE id = 50002;
+SELECT k, dv, db, n FROM distincts WHERE k = 30;
+-- back again, and in and out within one statement
+UPDATE src SET v = 1000 WHERE id = 50003;
+SELECT k, dv, db, n FROM distincts WHERE k = 30;
+UPDATE src SET v = CASE v WHEN 1000 THEN 1002 END WHERE k = 30;
+SELECT k, dv, db, n FROM distincts WHERE k = 30;
+-- the side table keeps each value's signed count
+SELECT a.attname FROM pg_attribute a JOIN stream_ext.view_catalog c ON a.attrelid = ANY (c.aux_tables)
+ WHERE c.view = 'cla.tot_distinct'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ GROUP BY a.attname ORDER BY a.attname;
+SELECT * FROM diffs();
+
 -- compaction folds the deltas; nothing changes
+SELECT stream_ext.compact('cla.distincts') >= 0 AS compacted;
 SELECT stream_ext.compact('cla.bools') >= 0 AS compacted;
 SELECT stream_ext.compact('cla.vars') >= 0 AS compacted;
 SELECT * FROM diffs();
@@ -158,6 +196,8 @@ BEGIN
 END $$;
 SELECT * FROM diffs();
 SELECT stream_ext.compact('cla.vars') >= 0 AS compacted;
+SELECT stream_ext.compact('cla.tot_distinct') >= 0 AS compacted;
+SELECT * FROM diffs();
 DELETE FROM src;
 SELECT * FROM diffs();
 SELECT count(*) AS groups FROM bools;

@@ -65,6 +65,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 
+#include "query/aggsupport.h"
 #include "query/retract.h"
 
 bool
@@ -327,8 +328,11 @@ rewrite_aggref(RetractContext *cx, Aggref *a)
 	Aggref	   *sum;
 	Node	   *positive;
 
+	/* count(DISTINCT x): signed value counts in its side table (analyze.c) */
+	if (is_count_distinct(a))
+		return (Node *) copyObject(a);
 	if (a->aggdistinct != NIL)
-		refuse(cx, a, "A retraction cannot tell whether the value it removes was the last one of its group.");
+		refuse(cx, a, NULL);
 	if (a->aggorder != NIL || a->aggkind != AGGKIND_NORMAL)
 		refuse(cx, a, NULL);
 	if (a->aggfnoid == F_COUNT_)
@@ -402,15 +406,10 @@ retract_mutator(Node *node, RetractContext *cx)
 	return expression_tree_mutator(node, retract_mutator, (void *) cx);
 }
 
-/*
- * The view's query q over changelog stream streamid, rewritten so that its
- * aggregates are exact under retraction (see the header comment).  q itself
- * is left as it is.
- */
-Query *
-se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
+/* the sign column of changelog stream streamid in query q, as a Var */
+Var *
+se_retract_sign_var(Query *q, Oid streamid)
 {
-	RetractContext cx;
 	ListCell   *lc;
 	Index		rti = 0;
 	Index		i = 0;
@@ -429,11 +428,23 @@ se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
 	}
 	if (rti == 0 || attno == InvalidAttrNumber)
 		elog(ERROR, "changelog stream %u not found in the query", streamid);
+	return makeVar(rti, attno, INT2OID, -1, InvalidOid, 0);
+}
 
+/*
+ * The view's query q over changelog stream streamid, rewritten so that its
+ * aggregates are exact under retraction (see the header comment).  q itself
+ * is left as it is.
+ */
+Query *
+se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
+{
+	RetractContext cx;
+
+	cx.sign = se_retract_sign_var(q, streamid);
 	q = copyObject(q);
 	cx.pstate = make_parsestate(NULL);
 	cx.querytext = querytext;
-	cx.sign = makeVar(rti, attno, INT2OID, -1, InvalidOid, 0);
 
 	q->targetList = (List *) retract_mutator((Node *) q->targetList, &cx);
 	q->havingQual = retract_mutator(q->havingQual, &cx);
@@ -455,6 +466,23 @@ se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
 	q->hasAggs = true;
 	free_parsestate(cx.pstate);
 	return q;
+}
+
+/*
+ * count(DISTINCT x) over a changelog stream whose keys and value are too
+ * wide for a unique index of its side table: refused, since concurrent
+ * batches could not add their signed counts to one row per value.
+ */
+void
+se_retract_refuse_wide_distinct(Aggref *aggref, const char *querytext)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("count(DISTINCT) of a value this wide is not supported in a continuous view over a changelog stream"),
+			 errdetail("The group keys and the value are stored by their hash; a changelog stream's value counts need them in a unique index."),
+			 errhint("Count a narrower expression, such as a hash of the value."),
+			 (querytext && aggref->location >= 0) ?
+			 errposition(pg_mbstrlen_with_len(querytext, aggref->location) + 1) : 0));
 }
 
 /*
