@@ -24,6 +24,16 @@
  *		avg(x)		CASE WHEN nn(x) > 0 THEN sum(x * sign)::r / nn(x)::r END
  *					(r the type avg(x) returns: the same division avg's
  *					final function makes)
+ *		bool_or(x)	CASE WHEN nn(x) > 0 THEN t(x) > 0 END
+ *					where t(x) = sum(CASE WHEN x THEN sign ELSE 0 END)
+ *		bool_and(x), every(x)
+ *					CASE WHEN nn(x) > 0 THEN t(x) = nn(x) END
+ *		var_pop(x), var_samp(x), variance(x) of integers
+ *					from nn(x), sum(x * sign) and sum(x * x * sign) in
+ *					numeric (rewrite_variance())
+ *		count(DISTINCT x)
+ *					left as it is: its side table keeps a signed count
+ *					per (keys, value) (cv_distinct_sql() in analyze.c)
  *
  *	  and, with GROUP BY, HAVING sum(sign) > 0 ANDed to the view's own: a
  *	  group whose rows have all been retracted disappears (its row stays
@@ -37,7 +47,8 @@
  *	  materialization) could not be merged.  The rewrite covers the
  *	  built-in count, sum and avg exactly (integer and numeric; float sums
  *	  may differ in the last bits, as any reordering of float additions
- *	  does); every other aggregate -- min, max, count(DISTINCT), the
+ *	  does), bool_and/bool_or/every, the integer variances and
+ *	  count(DISTINCT); every other aggregate -- min, max, stddev, the other
  *	  statistics aggregates, user-defined ones -- is refused at CREATE
  *	  (feature_not_supported, naming it).
  *
