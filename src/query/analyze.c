@@ -241,6 +241,9 @@ cv_analyze(Query *q, const char *querytext, List *aliases,
 
 			agg->is_distinct = true;
 			check_btree_type(plan, exprType((Node *) arg), "count(DISTINCT) argument", arg);
+			/* changelog: signed value counts need the unique index (retract.c) */
+			if (se_stream_is_changelog(plan->streamid) && cv_auxrel_hashed(plan, agg))
+				se_retract_refuse_wide_distinct(agg->aggref, querytext);
 			continue;
 		}
 		describe_agg_storage(agg->aggref, &agg->storage,
@@ -746,6 +749,9 @@ cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg)
 	appendStringInfo(&buf, "value %s NOT NULL",
 					 se_type_sql(exprType((Node *) arg), exprTypmod((Node *) arg),
 								 exprCollation((Node *) arg)));
+	if (se_stream_is_changelog(plan->streamid))
+		appendStringInfoString(&buf, ", " SE_SIDE_COUNT_COLUMN " bigint NOT NULL DEFAULT 0, "
+							   SE_SIDE_PREVIOUS_COLUMN " bigint NOT NULL DEFAULT 0");
 	if (cv_auxrel_hashed(plan, agg))
 		appendStringInfo(&buf, ", %s bigint NOT NULL", CV_KEY_HASH_COLUMN);
 	return buf.data;
@@ -1245,13 +1251,36 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	bool		aux_hashed = cv_auxrel_hashed(plan, agg);
 	bool		hashed = cv_matrel_hashed(plan);
 	int			nkeys = list_length(plan->keys);
+	bool		changelog = se_stream_is_changelog(plan->streamid);
+	char	   *sign = NULL;
+	const char *count = "pg_catalog.count(*)";
 
+	/*
+	 * A changelog stream's batch adds its signed count per (keys, value)
+	 * (retract.c); the value's count in the group goes from <= 0 to > 0 (+1)
+	 * or back (-1).  The upsert's SET reads the row it locked, so
+	 * previous_count is exact under concurrent batches.
+	 */
+	if (changelog)
+	{
+		sign = deparse_expression((Node *) se_retract_sign_var(plan->query, plan->streamid),
+								  ctx, true, false);
+		count = "pg_catalog.sum(stream_ext_change)";
+	}
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "/* stream_ext maintenance */ WITH new_values AS (INSERT INTO %s (", auxrel);
+	appendStringInfo(&buf, "/* stream_ext maintenance */ WITH new_values AS (INSERT INTO %s%s (",
+					 auxrel, changelog ? " AS a" : "");
 	append_key_columns(&buf, plan, "");
-	appendStringInfo(&buf, "%svalue%s) ", plan->keyless ? "" : ", ",
-					 aux_hashed ? ", " CV_KEY_HASH_COLUMN : "");
-	if (aux_hashed)
+	appendStringInfo(&buf, "%svalue%s%s) ", plan->keyless ? "" : ", ",
+					 aux_hashed ? ", " CV_KEY_HASH_COLUMN : "",
+					 changelog ? ", " SE_SIDE_COUNT_COLUMN : "");
+	if (changelog)
+	{
+		appendStringInfoString(&buf, "SELECT ");
+		append_key_exprs(&buf, plan, ctx);
+		appendStringInfo(&buf, "%s%s, pg_catalog.sum(%s)", plan->keyless ? "" : ", ", arg, sign);
+	}
+	else if (aux_hashed)
 	{
 		/*
 		 * the batch's distinct pairs d, with their hash, not yet in auxrel
@@ -1312,17 +1341,37 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 		append_rows_equal(&buf, stored, xcols);
 		appendStringInfoString(&buf, " LIMIT 1) IS NULL RETURNING ");
 	}
+	else if (changelog)
+	{
+		append_positions(&buf, "GROUP BY", nkeys + 1);
+		appendStringInfo(&buf, " HAVING pg_catalog.sum(%s) OPERATOR(pg_catalog.<>) 0", sign);
+		append_positions(&buf, "ORDER BY", nkeys + 1);
+		appendStringInfoString(&buf, " ON CONFLICT (");
+		append_key_columns(&buf, plan, "");
+		appendStringInfo(&buf, "%svalue) DO UPDATE SET "
+						 SE_SIDE_PREVIOUS_COLUMN " = a." SE_SIDE_COUNT_COLUMN ", "
+						 SE_SIDE_COUNT_COLUMN " = a." SE_SIDE_COUNT_COLUMN
+						 " OPERATOR(pg_catalog.+) excluded." SE_SIDE_COUNT_COLUMN " RETURNING ",
+						 plan->keyless ? "" : ", ");
+	}
 	else
 		appendStringInfoString(&buf, " ON CONFLICT DO NOTHING RETURNING ");
-	if (plan->keyless)
-		appendStringInfoString(&buf, "1");
-	else
+	if (!plan->keyless)
 		append_key_columns(&buf, plan, "");
+	else if (!changelog)
+		appendStringInfoString(&buf, "1");
+	if (changelog)
+		appendStringInfo(&buf, "%sCASE WHEN " SE_SIDE_PREVIOUS_COLUMN " OPERATOR(pg_catalog.<=) 0 AND "
+						 SE_SIDE_COUNT_COLUMN " OPERATOR(pg_catalog.>) 0 THEN 1 WHEN "
+						 SE_SIDE_PREVIOUS_COLUMN " OPERATOR(pg_catalog.>) 0 AND "
+						 SE_SIDE_COUNT_COLUMN " OPERATOR(pg_catalog.<=) 0 THEN -1 ELSE 0 END AS stream_ext_change",
+						 plan->keyless ? "" : ", ");
 	appendStringInfo(&buf, ") INSERT INTO %s AS m (%s%s, %s) SELECT ",
 					 delta ? delta : matrel, cv_matrel_key_list(plan),
 					 hashed ? ", " CV_KEY_HASH_COLUMN : "", col);
 	if (plan->keyless)
-		appendStringInfoString(&buf, "true, pg_catalog.count(*) FROM new_values HAVING pg_catalog.count(*) > 0");
+		appendStringInfo(&buf, "true, %s FROM new_values HAVING %s OPERATOR(pg_catalog.<>) 0",
+						 count, count);
 	else
 	{
 		append_key_columns(&buf, plan, "");
@@ -1331,8 +1380,10 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 			appendStringInfoString(&buf, ", ");
 			append_key_hash(&buf, key_column_refs(plan, ""));
 		}
-		appendStringInfoString(&buf, ", pg_catalog.count(*) FROM new_values");
+		appendStringInfo(&buf, ", %s FROM new_values", count);
 		append_positions(&buf, "GROUP BY", nkeys);
+		if (changelog)
+			appendStringInfo(&buf, " HAVING %s OPERATOR(pg_catalog.<>) 0", count);
 		if (delta == NULL)
 			append_positions(&buf, "ORDER BY", nkeys);
 	}

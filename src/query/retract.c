@@ -24,6 +24,16 @@
  *		avg(x)		CASE WHEN nn(x) > 0 THEN sum(x * sign)::r / nn(x)::r END
  *					(r the type avg(x) returns: the same division avg's
  *					final function makes)
+ *		bool_or(x)	CASE WHEN nn(x) > 0 THEN t(x) > 0 END
+ *					where t(x) = sum(CASE WHEN x THEN sign ELSE 0 END)
+ *		bool_and(x), every(x)
+ *					CASE WHEN nn(x) > 0 THEN t(x) = nn(x) END
+ *		var_pop(x), var_samp(x), variance(x) of integers
+ *					from nn(x), sum(x * sign) and sum(x * x * sign) in
+ *					numeric (rewrite_variance())
+ *		count(DISTINCT x)
+ *					left as it is: its side table keeps a signed count
+ *					per (keys, value) (cv_distinct_sql() in analyze.c)
  *
  *	  and, with GROUP BY, HAVING sum(sign) > 0 ANDed to the view's own: a
  *	  group whose rows have all been retracted disappears (its row stays
@@ -37,7 +47,8 @@
  *	  materialization) could not be merged.  The rewrite covers the
  *	  built-in count, sum and avg exactly (integer and numeric; float sums
  *	  may differ in the last bits, as any reordering of float additions
- *	  does); every other aggregate -- min, max, count(DISTINCT), the
+ *	  does), bool_and/bool_or/every, the integer variances and
+ *	  count(DISTINCT); every other aggregate -- min, max, stddev, the other
  *	  statistics aggregates, user-defined ones -- is refused at CREATE
  *	  (feature_not_supported, naming it).
  *
@@ -131,19 +142,14 @@ int2_const(int16 v)
 							  Int16GetDatum(v), false, true);
 }
 
-/* nn(x): sum(CASE WHEN x IS NOT NULL THEN sign ELSE 0 END) */
+/* sum(CASE WHEN cond THEN sign ELSE 0 END): the signed count of rows where cond */
 static Aggref *
-make_nonnull_count(RetractContext *cx, Aggref *orig, Expr *x)
+make_signed_count(RetractContext *cx, Aggref *orig, Expr *cond)
 {
-	NullTest   *nt = makeNode(NullTest);
 	CaseWhen   *w = makeNode(CaseWhen);
 	CaseExpr   *c = makeNode(CaseExpr);
 
-	nt->arg = (Expr *) copyObject(x);
-	nt->nulltesttype = IS_NOT_NULL;
-	nt->argisrow = false;
-	nt->location = -1;
-	w->expr = (Expr *) nt;
+	w->expr = cond;
 	w->result = (Expr *) copyObject(cx->sign);
 	w->location = -1;
 	c->casetype = INT2OID;
@@ -153,6 +159,19 @@ make_nonnull_count(RetractContext *cx, Aggref *orig, Expr *x)
 	c->defresult = (Expr *) int2_const(0);
 	c->location = -1;
 	return make_sum(orig, (Node *) c, -1);
+}
+
+/* nn(x): sum(CASE WHEN x IS NOT NULL THEN sign ELSE 0 END) */
+static Aggref *
+make_nonnull_count(RetractContext *cx, Aggref *orig, Expr *x)
+{
+	NullTest   *nt = makeNode(NullTest);
+
+	nt->arg = (Expr *) copyObject(x);
+	nt->nulltesttype = IS_NOT_NULL;
+	nt->argisrow = false;
+	nt->location = -1;
+	return make_signed_count(cx, orig, (Expr *) nt);
 }
 
 /* CASE WHEN cond THEN result END */
@@ -173,6 +192,23 @@ case_when(Node *cond, Node *result)
 										  c->casecollid);
 	c->location = -1;
 	return (Node *) c;
+}
+
+/* CASE WHEN cond THEN result ELSE otherwise END */
+static Node *
+case_else(Node *cond, Node *result, Node *otherwise)
+{
+	CaseExpr   *c = (CaseExpr *) case_when(cond, result);
+
+	c->defresult = (Expr *) otherwise;
+	return (Node *) c;
+}
+
+static Node *
+int8_const(int64 v)
+{
+	return (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+							  Int64GetDatum(v), false, FLOAT8PASSBYVAL);
 }
 
 static Node *
@@ -212,9 +248,83 @@ refuse(RetractContext *cx, Aggref *aggref, const char *detail)
 					format_procedure(aggref->aggfnoid),
 					aggref->aggdistinct != NIL ? " with DISTINCT" : ""),
 			 detail ? errdetail_internal("%s", detail) : 0,
-			 errhint("Over a changelog stream, whose rows can be retracted, a continuous view can use count, sum and avg (of numbers and intervals)."),
+			 errhint("Over a changelog stream, whose rows can be retracted, a continuous view can use count, sum and avg (of numbers and intervals), bool_and, bool_or, every, and var_pop, var_samp and variance (of integers)."),
 			 (cx->querytext && aggref->location >= 0) ?
 			 errposition(pg_mbstrlen_with_len(cx->querytext, aggref->location) + 1) : 0));
+}
+
+/*
+ * bool_and(x), every(x) and bool_or(x) from the signed counts of non-NULL
+ * and of true values: bool_and is true when they are equal, bool_or when
+ * some value is true; NULL when no value is left.
+ */
+static Node *
+rewrite_bool(RetractContext *cx, Aggref *a, const char *name, Expr *x)
+{
+	Node	   *nn = (Node *) make_nonnull_count(cx, a, x);
+	Node	   *trues = (Node *) make_signed_count(cx, a, (Expr *) copyObject(x));
+	Node	   *result;
+
+	if (exprType((Node *) x) != BOOLOID)
+		refuse(cx, a, NULL);
+	if (strcmp(name, "bool_or") == 0)
+		result = make_catalog_op(cx, ">", trues, int8_const(0));
+	else
+		result = make_catalog_op(cx, "=", trues, copyObject(nn));
+	return case_when(make_catalog_op(cx, ">", nn, int8_const(0)), result);
+}
+
+/*
+ * var_pop(x), var_samp(x) and variance(x) of an integer x from n = nn(x),
+ * sx = sum(x * sign) and sx2 = sum(x * x * sign), all in numeric: the same
+ * arithmetic as numeric_stddev_internal() makes on the same exact sums,
+ *
+ *		CASE WHEN n > 0 (var_samp: n > 1) THEN
+ *			CASE WHEN n * sx2 - sx * sx <= 0 THEN 0
+ *				 ELSE (n * sx2 - sx * sx) / (n * n) (var_samp: n * (n - 1)) END END
+ *
+ * so the result equals PostgreSQL's own to the last digit (integer sums have
+ * scale 0, so the products are exact and the division picks the same
+ * scale).  numeric inputs are refused: a retracted value's scale would stay
+ * in the sums and change the division's; float inputs too: their sums
+ * depend on the order of additions.  stddev is refused: the square root's
+ * rounding to the variance's scale cannot be repeated exactly in SQL.
+ */
+static Node *
+rewrite_variance(RetractContext *cx, Aggref *a, const char *name, Expr *x)
+{
+	Oid			xtype = exprType((Node *) x);
+	bool		sample = strcmp(name, "var_pop") != 0;
+	Node	   *xn;
+	Node	   *n;
+	Node	   *sx;
+	Node	   *sx2;
+	Node	   *num;
+	Node	   *den;
+	Node	   *zero;
+
+	if (xtype != INT2OID && xtype != INT4OID && xtype != INT8OID)
+		refuse(cx, a, "Over a changelog stream, var_pop, var_samp and variance are exact only for integer arguments.");
+	xn = coerce_to(cx, (Node *) copyObject(x), NUMERICOID);
+	n = coerce_to(cx, (Node *) make_nonnull_count(cx, a, x), NUMERICOID);
+	sx = (Node *) make_sum(a, make_catalog_op(cx, "*", xn, copyObject((Node *) cx->sign)),
+						   a->location);
+	sx2 = (Node *) make_sum(a, make_catalog_op(cx, "*",
+											   make_catalog_op(cx, "*", copyObject(xn), copyObject(xn)),
+											   copyObject((Node *) cx->sign)), -1);
+	num = make_catalog_op(cx, "-",
+						  make_catalog_op(cx, "*", copyObject(n), sx2),
+						  make_catalog_op(cx, "*", copyObject(sx), sx));
+	den = make_catalog_op(cx, "*", copyObject(n),
+						  sample ? make_catalog_op(cx, "-", copyObject(n),
+												   coerce_to(cx, int8_const(1), NUMERICOID))
+						  : copyObject(n));
+	zero = coerce_to(cx, int8_const(0), NUMERICOID);
+	return case_when(make_catalog_op(cx, ">", n,
+									 coerce_to(cx, int8_const(sample ? 1 : 0), NUMERICOID)),
+					 case_else(make_catalog_op(cx, "<=", copyObject(num), copyObject(zero)),
+							   zero,
+							   make_catalog_op(cx, "/", num, den)));
 }
 
 /* the rewrite of one aggregate call (see the header comment) */
@@ -228,8 +338,15 @@ rewrite_aggref(RetractContext *cx, Aggref *a)
 	Aggref	   *sum;
 	Node	   *positive;
 
+	/* count(DISTINCT x): signed value counts in its side table (analyze.c) */
+	/*
+	 * (is_count_distinct()'s test, written out: test/fuzz links this file
+	 * without aggsupport.c)
+	 */
+	if (a->aggfnoid == F_COUNT_ANY && a->aggdistinct != NIL && list_length(a->args) == 1)
+		return (Node *) copyObject(a);
 	if (a->aggdistinct != NIL)
-		refuse(cx, a, "A retraction cannot tell whether the value it removes was the last one of its group.");
+		refuse(cx, a, NULL);
 	if (a->aggorder != NIL || a->aggkind != AGGKIND_NORMAL)
 		refuse(cx, a, NULL);
 	if (a->aggfnoid == F_COUNT_)
@@ -245,6 +362,12 @@ rewrite_aggref(RetractContext *cx, Aggref *a)
 		return coalesce_zero((Node *) make_nonnull_count(cx, a, x));
 
 	name = get_func_name(a->aggfnoid);
+	if (strcmp(name, "bool_and") == 0 || strcmp(name, "every") == 0 ||
+		strcmp(name, "bool_or") == 0)
+		return rewrite_bool(cx, a, name, x);
+	if (strcmp(name, "var_pop") == 0 || strcmp(name, "var_samp") == 0 ||
+		strcmp(name, "variance") == 0)
+		return rewrite_variance(cx, a, name, x);
 	if (strcmp(name, "sum") != 0 && strcmp(name, "avg") != 0)
 		refuse(cx, a,
 			   (strcmp(name, "min") == 0 || strcmp(name, "max") == 0) ?
@@ -297,15 +420,10 @@ retract_mutator(Node *node, RetractContext *cx)
 	return expression_tree_mutator(node, retract_mutator, (void *) cx);
 }
 
-/*
- * The view's query q over changelog stream streamid, rewritten so that its
- * aggregates are exact under retraction (see the header comment).  q itself
- * is left as it is.
- */
-Query *
-se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
+/* the sign column of changelog stream streamid in query q, as a Var */
+Var *
+se_retract_sign_var(Query *q, Oid streamid)
 {
-	RetractContext cx;
 	ListCell   *lc;
 	Index		rti = 0;
 	Index		i = 0;
@@ -324,11 +442,23 @@ se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
 	}
 	if (rti == 0 || attno == InvalidAttrNumber)
 		elog(ERROR, "changelog stream %u not found in the query", streamid);
+	return makeVar(rti, attno, INT2OID, -1, InvalidOid, 0);
+}
 
+/*
+ * The view's query q over changelog stream streamid, rewritten so that its
+ * aggregates are exact under retraction (see the header comment).  q itself
+ * is left as it is.
+ */
+Query *
+se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
+{
+	RetractContext cx;
+
+	cx.sign = se_retract_sign_var(q, streamid);
 	q = copyObject(q);
 	cx.pstate = make_parsestate(NULL);
 	cx.querytext = querytext;
-	cx.sign = makeVar(rti, attno, INT2OID, -1, InvalidOid, 0);
 
 	q->targetList = (List *) retract_mutator((Node *) q->targetList, &cx);
 	q->havingQual = retract_mutator(q->havingQual, &cx);
@@ -350,6 +480,23 @@ se_retract_rewrite(Query *q, Oid streamid, const char *querytext)
 	q->hasAggs = true;
 	free_parsestate(cx.pstate);
 	return q;
+}
+
+/*
+ * count(DISTINCT x) over a changelog stream whose keys and value are too
+ * wide for a unique index of its side table: refused, since concurrent
+ * batches could not add their signed counts to one row per value.
+ */
+void
+se_retract_refuse_wide_distinct(Aggref *aggref, const char *querytext)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("count(DISTINCT) of a value this wide is not supported in a continuous view over a changelog stream"),
+			 errdetail("The group keys and the value are stored by their hash; a changelog stream's value counts need them in a unique index."),
+			 errhint("Count a narrower expression, such as a hash of the value."),
+			 (querytext && aggref->location >= 0) ?
+			 errposition(pg_mbstrlen_with_len(querytext, aggref->location) + 1) : 0));
 }
 
 /*

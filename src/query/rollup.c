@@ -254,6 +254,12 @@ upstream_columns(RollupSpec *spec)
 			{
 				CVAgg	   *agg = lfirst(lk);
 
+				/*
+				 * a changelog view's side table is upserted with signed
+				 * counts, which a feed of its inserts would not follow
+				 */
+				if (agg->is_distinct && se_stream_is_changelog(up->streamid))
+					continue;
 				if (equal(agg->aggref, numeric_cast_arg(tle->expr)))
 				{
 					col->kind = agg->is_distinct ? ROLLUP_DISTINCT : ROLLUP_STATE;
