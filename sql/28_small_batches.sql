@@ -158,9 +158,9 @@ CREATE FUNCTION sb_check() RETURNS TABLE (view text, differing bigint) LANGUAGE 
 SELECT * FROM sb_check();
 
 -- The kept plans of both sizes are dropped with their cache entry: after
--- the stream, the table joined and a view's materialization change (each
--- a relcache invalidation), single-row and bigger batches still count
--- every row once.
+-- the stream, the table joined and a view's and the roll-up's
+-- materializations change (each a relcache invalidation), single-row and
+-- bigger batches still count every row once.
 ALTER TABLE sb_dim ADD COLUMN extra int;
 SELECT sb_ins(1, 4);
 SELECT sb_ins(20, 4);
@@ -169,6 +169,7 @@ SELECT sb_ins(1, 5);
 SELECT sb_ins(3, 5);
 SELECT sb_ins(20, 5);
 CREATE INDEX ON sb_grouped_mrel (minute);
+CREATE INDEX ON sb_rollup_mrel (k);
 SELECT sb_ins(1, 6);
 SELECT sb_ins(20, 6);
 SELECT * FROM sb_check();
