@@ -467,7 +467,7 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 	}
 	if (view->changes)
 		changes_begin_batch(view->changes);
-	foreach(lc, entry->plans)
+	foreach(lc, se_batch_plans(entry, trigdata))
 	{
 		int			rc = SPI_execute_plan(lfirst(lc), params, nulls, false, 0);
 
@@ -525,7 +525,8 @@ typedef struct MaintGroup
 	int			nviews;
 	List	  **privs;			/* per view: what its own statements touch */
 	uint64	   *privs_checked;
-	List	  **distinct_plans; /* per view: kept SPIPlanPtrs */
+	List	  **distinct_plans; /* per view: their places in the entry's
+								 * plans (se_batch_plans()) */
 
 	/* this batch */
 	bool	   *skip;			/* invalid, or lost a privilege */
@@ -590,7 +591,8 @@ group_prepare(SeBatchEntry *entry)
 			SPIPlanPtr	plan = se_batch_prepare(entry, lfirst(ld), 0, NULL);
 
 			old = MemoryContextSwitchTo(entry->cxt);
-			group->distinct_plans[i] = lappend(group->distinct_plans[i], plan);
+			group->distinct_plans[i] = lappend_int(group->distinct_plans[i],
+												   list_length(entry->plans) - 1);
 			group->privs[i] = list_concat(group->privs[i],
 										  priv_collect(plan, entry->streamid, entry->cxt));
 			MemoryContextSwitchTo(old);
@@ -615,6 +617,7 @@ static uint64
 group_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	MaintGroup *group = entry->kind;
+	List	   *plans = se_batch_plans(entry, trigdata);
 	ListCell   *lc;
 	ListCell   *lp;
 	bool		all = true;
@@ -640,7 +643,7 @@ group_run(SeBatchEntry *entry, TriggerData *trigdata)
 	if (all)
 	{
 		/* one statement: the shared aggregation and every view's store */
-		int			rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
+		int			rc = SPI_execute_plan(linitial(plans), NULL, NULL, false, 0);
 
 		if (rc != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
@@ -673,7 +676,7 @@ group_run(SeBatchEntry *entry, TriggerData *trigdata)
 			SPI_freeplan(own);
 		}
 		foreach(lp, group->distinct_plans[i])
-			run_insert(lfirst(lp), NULL);
+			run_insert(list_nth(plans, lfirst_int(lp)), NULL);
 		compact_after_batch(&view->cat);
 		window_expire_opportunistic(&view->cat, &view->next_expiry);
 		total += group->groups[i];

@@ -151,8 +151,8 @@ transform_run(SeBatchEntry *entry, TriggerData *trigdata)
 
 	/* a join of two streams: under the join's lock (query/stream_joins.c) */
 	if (entry->sjoin_side != SJOIN_NONE)
-		return sjoin_run_plans(entry);
-	rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
+		return sjoin_run_plans(entry, trigdata);
+	rc = SPI_execute_plan(linitial(se_batch_plans(entry, trigdata)), NULL, NULL, false, 0);
 
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: transform failed: %s", SPI_result_code_string(rc));

@@ -11,7 +11,9 @@
  *	  by trigger OID, dropped by relcache invalidation of the relations it
  *	  names), connects SPI, lets the kind admit the batch, registers the
  *	  transition table, switches to the owner (se_run_as_owner()), prepares
- *	  the kind's plans once and keeps them, re-checks the owner's
+ *	  the kind's plans once and keeps them (two sets when the batch is
+ *	  registered with a fixed size: see register_new_rows()), re-checks the
+ *	  owner's
  *	  privileges on what they touch (privileges.c), runs them -- in the
  *	  materialize scope and with a short error context when the kind asks
  *	  -- and reports stats and the NOTIFY of the batch.  The kinds differ
@@ -43,6 +45,16 @@
 #include "maintain/trigger.h"
 
 static HTAB *batch_cache = NULL;
+
+/*
+ * The transition table of the batch at hand as registered for SPI with a
+ * fixed plan size (register_new_rows()), or NULL (none, or registered with
+ * SPI_register_trigger_data()); set by se_batch_trigger() for its batch.
+ * prepare_enr: the same while an entry's ops->prepare runs for that batch.
+ */
+static EphemeralNamedRelation batch_enr = NULL;
+static double batch_plan_rows = 0;	/* its fixed size */
+static EphemeralNamedRelation prepare_enr = NULL;
 
 /* the notify option: one NOTIFY per batch, JSON payload */
 void
@@ -87,7 +99,10 @@ se_batch_forget_plans(SeBatchEntry *entry)
 
 	foreach(lc, entry->plans)
 		SPI_freeplan(lfirst(lc));
+	foreach(lc, entry->small_plans)
+		SPI_freeplan(lfirst(lc));
 	entry->plans = NIL;
+	entry->small_plans = NIL;
 	entry->statements = NIL;
 	entry->privs = NIL;
 	entry->privs_checked = 0;
@@ -153,22 +168,66 @@ batch_entry(TriggerData *trigdata, const SeBatchOps *ops)
 	return entry;
 }
 
-/*
- * Prepare one statement of the entry, keep the plan, remember its SQL for
- * errors and what it touches for the per-batch privilege check.
- */
-SPIPlanPtr
-se_batch_prepare(SeBatchEntry *entry, const char *sql, int nargs, Oid *argtypes)
+/* a batch that runs the plans made for one row (register_new_rows()) */
+static bool
+is_small_batch(TriggerData *trigdata)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
-	MemoryContext old;
+	return tuplestore_tuple_count(trigdata->tg_newtable) <= SE_SMALL_BATCH_ROWS;
+}
 
+/*
+ * SPI_prepare() and SPI_keepplan(); rows > 0: with the batch registered as
+ * that many rows while the planner runs.
+ */
+static SPIPlanPtr
+prepare_kept(SeBatchEntry *entry, const char *sql, int nargs, Oid *argtypes,
+			 double rows)
+{
+	SPIPlanPtr	plan;
+	double		registered = 0;
+
+	if (rows > 0)
+	{
+		registered = prepare_enr->md.enrtuples;
+		prepare_enr->md.enrtuples = rows;
+	}
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (rows > 0)
+		prepare_enr->md.enrtuples = registered;
 	if (plan == NULL)
 		elog(ERROR, "stream_ext: could not prepare %s: %s", entry->ops->name,
 			 SPI_result_code_string(SPI_result));
 	SPI_keepplan(plan);
+	return plan;
+}
+
+/*
+ * Prepare one statement of the entry, keep the plan, remember its SQL for
+ * errors and what it touches for the per-batch privilege check.  When the
+ * batch is registered with a fixed plan size, also the same statement
+ * planned for one row, for small batches (register_new_rows()): the plan
+ * at the same place of entry->small_plans.  Returns the plan for the fixed
+ * size (or the batch's).
+ */
+SPIPlanPtr
+se_batch_prepare(SeBatchEntry *entry, const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan;
+	SPIPlanPtr	small = NULL;
+	MemoryContext old;
+
+	if (prepare_enr != NULL)
+	{
+		plan = prepare_kept(entry, sql, nargs, argtypes, batch_plan_rows);
+		small = prepare_kept(entry, sql, nargs, argtypes, 1);
+	}
+	else
+		plan = prepare_kept(entry, sql, nargs, argtypes, 0);
+	/* (each SPI call leaves CurrentMemoryContext at SPI's) */
 	old = MemoryContextSwitchTo(entry->cxt);
 	entry->plans = lappend(entry->plans, plan);
+	if (small != NULL)
+		entry->small_plans = lappend(entry->small_plans, small);
 	entry->statements = lappend(entry->statements, pstrdup(sql));
 	if (entry->ops->invalid_kind)
 		entry->privs = list_concat(entry->privs,
@@ -198,8 +257,19 @@ se_batch_statement(SeBatchEntry *entry, const char *sql)
  * sorted row by row instead of being hashed into its groups.  So the
  * planner is always told plan_rows rows, whatever the batch: the plan does
  * not depend on which batch came first.
+ *
+ * A single-row INSERT, though, pays for that plan's start-up: a hash table
+ * sized for plan_rows rows, and a sort of its output.  So each statement is
+ * also prepared for a batch of one row (se_batch_prepare()), and a batch of
+ * up to SE_SMALL_BATCH_ROWS rows runs those plans (se_batch_plans()) and is
+ * registered as one row -- should a kept plan be made again after an
+ * invalidation, it is made for the size it was made for.  Both sets are
+ * made on the first batch, whatever its size, and dropped together
+ * (se_batch_forget_plans()).  The units of a dispatching trigger get both
+ * sets too: the batch is registered once for all of them.  Returns the
+ * relation registered, or NULL for SPI_register_trigger_data().
  */
-static void
+static EphemeralNamedRelation
 register_new_rows(TriggerData *trigdata, double plan_rows)
 {
 	EphemeralNamedRelation enr;
@@ -208,17 +278,30 @@ register_new_rows(TriggerData *trigdata, double plan_rows)
 	{
 		if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 			elog(ERROR, "SPI_register_trigger_data failed");
-		return;
+		return NULL;
 	}
 	enr = palloc0(sizeof(EphemeralNamedRelationData));
 	enr->md.name = trigdata->tg_trigger->tgnewtable;
 	enr->md.reliddesc = RelationGetRelid(trigdata->tg_relation);
 	enr->md.tupdesc = NULL;
 	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-	enr->md.enrtuples = plan_rows;
+	enr->md.enrtuples = is_small_batch(trigdata) ? 1 : plan_rows;
 	enr->reldata = trigdata->tg_newtable;
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "SPI_register_relation failed");
+	return enr;
+}
+
+/*
+ * The plans to run for the batch at hand: entry->plans, or for a small
+ * batch entry->small_plans (register_new_rows()), in the same order.
+ */
+List *
+se_batch_plans(SeBatchEntry *entry, TriggerData *trigdata)
+{
+	if (entry->small_plans != NIL && is_small_batch(trigdata))
+		return entry->small_plans;
+	return entry->plans;
 }
 
 /*
@@ -245,7 +328,11 @@ se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 
 	if (!entry->prepared)
 	{
+		/* (a nested trigger's batch is registered in its own SPI call) */
+		prepare_enr = (batch_enr != NULL &&
+					   batch_enr->reldata == trigdata->tg_newtable) ? batch_enr : NULL;
 		ops->prepare(entry);
+		prepare_enr = NULL;
 		entry->prepared = true;
 	}
 
@@ -341,6 +428,8 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	SeBatchEntry *entry;
 	uint64		rows;
+	EphemeralNamedRelation outer_enr = batch_enr;
+	double		outer_plan_rows = batch_plan_rows;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
@@ -367,11 +456,15 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	entry = batch_entry(trigdata, ops);
-	register_new_rows(trigdata, ops->plan_rows);
+	batch_enr = register_new_rows(trigdata, ops->plan_rows);
+	batch_plan_rows = ops->plan_rows;
 	if (ops->dispatch)
 		(void) ops->run(entry, trigdata);
 	else
 		se_batch_run(entry, trigdata, rows);
+	/* (after an error, the next batch sets them before they are read) */
+	batch_enr = outer_enr;
+	batch_plan_rows = outer_plan_rows;
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }

@@ -58,7 +58,10 @@ typedef struct SeBatchOps
 
 	/*
 	 * > 0: tell the planner the NEW TABLE has this many rows, whatever the
-	 * batch (see trigger.c); 0: SPI_register_trigger_data().
+	 * batch (see trigger.c), and keep a second set of plans made for one
+	 * row for batches of up to SE_SMALL_BATCH_ROWS rows (se_batch_plans());
+	 * 0: SPI_register_trigger_data().  Units of a dispatching trigger get
+	 * the dispatcher's registration.
 	 */
 	double		plan_rows;
 
@@ -90,6 +93,8 @@ struct SeBatchEntry
 	/* the plan cache: se_batch_prepare() */
 	bool		prepared;
 	List	   *plans;			/* kept SPIPlanPtrs */
+	List	   *small_plans;	/* the same, made for a batch of one row, or
+								 * NIL: run se_batch_plans() */
 	List	   *statements;		/* their SQL (and more), for errors */
 	List	   *privs;			/* what the plans touch: privileges.c */
 	uint64		privs_checked;
@@ -107,5 +112,9 @@ extern SPIPlanPtr se_batch_prepare(SeBatchEntry *entry, const char *sql,
 								   int nargs, Oid *argtypes);
 extern void se_batch_statement(SeBatchEntry *entry, const char *sql);
 extern void se_batch_forget_plans(SeBatchEntry *entry);
+extern List *se_batch_plans(SeBatchEntry *entry, TriggerData *trigdata);
+
+/* batches of up to this many rows run the plans made for one row */
+#define SE_SMALL_BATCH_ROWS 10
 
 #endif							/* STREAM_EXT_TRIGGER_H */

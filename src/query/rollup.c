@@ -1031,7 +1031,8 @@ static uint64
 rollup_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	RollupUnit *unit = entry->kind;
-	int			rc = SPI_execute_plan(linitial(entry->plans), NULL, NULL, false, 0);
+	int			rc = SPI_execute_plan(linitial(se_batch_plans(entry, trigdata)),
+									  NULL, NULL, false, 0);
 
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));

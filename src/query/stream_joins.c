@@ -226,7 +226,7 @@ sjoin_create_transform(Query *q, Oid viewid, const char *right_select)
  * and run the entry's plans with a snapshot taken after it.
  */
 uint64
-sjoin_run_plans(SeBatchEntry *entry)
+sjoin_run_plans(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	uint64		written = 0;
 	ListCell   *lc;
@@ -234,7 +234,7 @@ sjoin_run_plans(SeBatchEntry *entry)
 	Assert(entry->sjoin_side != SJOIN_NONE);
 	LockDatabaseObject(RelationRelationId, entry->objid, SJOIN_LOCK,
 					   entry->sjoin_side == SJOIN_LEFT ? RowExclusiveLock : ShareLock);
-	foreach(lc, entry->plans)
+	foreach(lc, se_batch_plans(entry, trigdata))
 	{
 		int			rc = SPI_execute_snapshot(lfirst(lc), NULL, NULL, GetLatestSnapshot(),
 											  InvalidSnapshot, false, true, 0);
@@ -299,7 +299,7 @@ static uint64
 unit_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	SJoinUnit  *u = entry->kind;
-	uint64		groups = sjoin_run_plans(entry);
+	uint64		groups = sjoin_run_plans(entry, trigdata);
 
 	compact_after_batch(&u->cat);
 	window_expire_opportunistic(&u->cat, &u->next_expiry);

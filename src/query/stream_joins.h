@@ -68,6 +68,6 @@ extern char *sjoin_transform_select(SeBatchEntry *entry, Oid transform, Oid reli
  * one side of a join: under the join's lock, with a snapshot taken after
  * it.  Returns the rows the first plan wrote.
  */
-extern uint64 sjoin_run_plans(SeBatchEntry *entry);
+extern uint64 sjoin_run_plans(SeBatchEntry *entry, TriggerData *trigdata);
 
 #endif							/* STREAM_EXT_STREAM_JOINS_H */
