@@ -56,7 +56,7 @@ async function main() {
 		headless: true,
 		args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
 			'--disable-extensions', '--disable-background-networking', '--disable-component-update'],
-		timeout: 30000,
+		timeout: 120000,	/* a loaded CI machine starts Chromium slowly */
 		protocolTimeout: 30000,
 	});
 	writeFileSync(env('BROWSER_PID'), String(browser.process().pid));
