@@ -1557,6 +1557,8 @@ row_stream_join(HeapTuple tup, TupleDesc desc, void *arg)
 											TextDatumGetCString(elems[i]));
 	entry->transform = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	entry->window = *DatumGetIntervalP(SPI_getbinval(tup, desc, 7, &isnull));
+	entry->retain = *DatumGetIntervalP(SPI_getbinval(tup, desc, 8, &isnull));
+	entry->left = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
 	*result = lappend(*result, entry);
 }
 
@@ -1580,12 +1582,146 @@ catalog_stream_joins(Oid streamid, Oid object, MemoryContext mcxt)
 	sql = psprintf("SELECT j.object::oid, j.left_stream::oid, j.right_stream::oid,"
 						  " j.right_sql, j.right_distinct_sql,"
 						  " NOT EXISTS (SELECT 1 FROM stream_ext.view_catalog v WHERE v.view = j.object),"
-						  " j.join_window"
+						  " j.join_window, %s"
 						  " FROM stream_ext.stream_joins j WHERE %s ORDER BY j.object::oid",
+				   /* a LEFT JOIN keeps rows until they close: window + lateness */
+				   has_catalog_table("stream_left_joins") ?
+				   "j.join_window OPERATOR(pg_catalog.+) COALESCE((SELECT l.allowed_lateness"
+				   " FROM stream_ext.stream_left_joins l WHERE l.object = j.object),"
+				   " '0'::pg_catalog.interval), EXISTS (SELECT 1 FROM stream_ext.stream_left_joins l"
+				   " WHERE l.object = j.object)" :
+				   "j.join_window, false",
 						  OidIsValid(object) ? "j.object = $1" :
 						  "j.left_stream = $1 OR j.right_stream = $1");
 	old = MemoryContextSwitchTo(mcxt);
 	catalog_exec(sql, &args, CATALOG_LATEST, 0, row_stream_join, &result);
 	MemoryContextSwitchTo(old);
 	return result;
+}
+
+/* ---- LEFT JOINs of two streams (query/sjoin_left.c) ---------------------- */
+
+/* a LEFT JOIN of two streams just created: its row in stream_left_joins */
+void
+catalog_insert_left_join(Oid object, Interval *lateness, const char *close_sql,
+						 List *close_distinct_sql, const char *late_sql,
+						 const char *max_sql, Datum max_time, bool max_isnull)
+{
+	CatalogArgs args = {0};
+
+	catalog_require_table("stream_left_joins", "LEFT JOINs of two streams");
+	arg_oid(&args, object);
+	arg_datum(&args, INTERVALOID, IntervalPGetDatum(lateness), false);
+	arg_text(&args, close_sql);
+	arg_datum(&args, TEXTARRAYOID, text_list_to_array(close_distinct_sql), false);
+	arg_text(&args, late_sql);
+	arg_text(&args, max_sql);
+	arg_datum(&args, TIMESTAMPTZOID, max_time, max_isnull);
+	catalog_write_one("INSERT INTO stream_ext.stream_left_joins"
+					  " (object, allowed_lateness, close_sql, close_distinct_sql, late_sql,"
+					  " max_sql, max_time) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+					  &args, "the LEFT JOIN", object);
+}
+
+static void
+row_left_join(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	LeftJoinEntry *entry = arg;
+	bool		isnull;
+	Datum	   *elems;
+	int			nelems;
+
+	entry->close_sql = SPI_getvalue(tup, desc, 1);
+	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull)),
+					  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		entry->close_distinct_sql = lappend(entry->close_distinct_sql,
+											TextDatumGetCString(elems[i]));
+	entry->late_sql = SPI_getvalue(tup, desc, 3);
+	entry->max_sql = SPI_getvalue(tup, desc, 4);
+}
+
+/* the statements of LEFT JOIN object, in mcxt; false if it is no LEFT JOIN */
+bool
+catalog_left_join(Oid object, LeftJoinEntry *entry, MemoryContext mcxt)
+{
+	MemoryContext old;
+	uint64		n;
+
+	memset(entry, 0, sizeof(LeftJoinEntry));
+	if (!has_catalog_table("stream_left_joins"))
+		return false;
+	old = MemoryContextSwitchTo(mcxt);
+	n = catalog_rows_oid("SELECT close_sql, close_distinct_sql, late_sql, max_sql"
+						 " FROM stream_ext.stream_left_joins WHERE object = $1",
+						 object, CATALOG_LATEST, 1, row_left_join, entry);
+	MemoryContextSwitchTo(old);
+	return n == 1;
+}
+
+/*
+ * The watermark of LEFT JOIN object (the second stream's newest time minus
+ * allowed_lateness; *isnull before any), read with the latest snapshot:
+ * the batches of the second stream that wrote it have committed (the
+ * join's lock orders them before the caller), or are the caller's own.
+ */
+TimestampTz
+catalog_left_join_watermark(Oid object, bool *isnull)
+{
+	NullableDatum wm = {0, true};
+
+	catalog_rows_oid("SELECT max_time OPERATOR(pg_catalog.-) allowed_lateness"
+					 " FROM stream_ext.stream_left_joins WHERE object = $1",
+					 object, CATALOG_LATEST, 1, row_first_timestamptz, &wm);
+	*isnull = wm.isnull;
+	return wm.isnull ? 0 : DatumGetTimestampTz(wm.value);
+}
+
+/*
+ * A batch of the second stream of LEFT JOIN object: raise its newest time
+ * to batch_max (never lower it) and add the pairs it refused; returns the
+ * new watermark.  With the latest snapshot, at any isolation level: the
+ * join's lock serializes these batches, so the row found is the newest
+ * (a transaction snapshot would find an older one at REPEATABLE READ and
+ * fail to update it).
+ */
+TimestampTz
+catalog_left_join_advance(Oid object, Datum batch_max, bool max_isnull,
+						  int64 late_pairs, bool *isnull)
+{
+	Oid			types[3] = {OIDOID, TIMESTAMPTZOID, INT8OID};
+	Datum		values[3] = {ObjectIdGetDatum(object), max_isnull ? (Datum) 0 : batch_max,
+	Int64GetDatum(late_pairs)};
+	char		nulls[3] = {' ', max_isnull ? 'n' : ' ', ' '};
+	MemoryContext caller = CurrentMemoryContext;
+	SeRunAs		runas;
+	SPIPlanPtr	plan;
+	NullableDatum wm = {0, true};
+	int			rc;
+
+	se_run_as_catalog_owner(&runas);
+	SPI_connect();
+	plan = SPI_prepare("UPDATE stream_ext.stream_left_joins"
+					   " SET max_time = GREATEST(max_time, $2),"
+					   " late_pairs = late_pairs OPERATOR(pg_catalog.+) $3"
+					   " WHERE object = $1"
+					   " RETURNING max_time OPERATOR(pg_catalog.-) allowed_lateness",
+					   3, types);
+	if (plan == NULL)
+		elog(ERROR, "stream_ext: could not prepare the watermark's update: %s",
+			 SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
+		elog(ERROR, "stream_ext: could not record the watermark of LEFT JOIN %u", object);
+	{
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		row_first_timestamptz(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, &wm);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	se_restore(&runas);
+	*isnull = wm.isnull;
+	return wm.isnull ? 0 : DatumGetTimestampTz(wm.value);
 }

@@ -218,11 +218,32 @@ typedef struct StreamJoinEntry
 	List	   *right_distinct_sql; /* ... one more per count(DISTINCT) */
 	bool		transform;		/* a continuous transform */
 	Interval	window;			/* the join's window */
+	Interval	retain;			/* what both streams must retain: the
+								 * window, plus allowed_lateness for a
+								 * LEFT JOIN */
+	bool		left;			/* a LEFT JOIN (query/sjoin_left.c) */
 } StreamJoinEntry;
 
 extern void catalog_insert_stream_join(Oid object, Oid left_stream, Oid right_stream,
 									   Interval *window, const char *right_sql,
 									   List *right_distinct_sql);
 extern List *catalog_stream_joins(Oid streamid, Oid object, MemoryContext mcxt);
+
+/* LEFT JOINs of two streams (query/sjoin_left.c): stream_left_joins */
+typedef struct LeftJoinEntry
+{
+	char	   *close_sql;		/* a batch of the second stream: NULL rows */
+	List	   *close_distinct_sql; /* ... one more per count(DISTINCT) */
+	char	   *late_sql;		/* its refused pairs */
+	char	   *max_sql;		/* its newest and oldest time */
+} LeftJoinEntry;
+
+extern void catalog_insert_left_join(Oid object, Interval *lateness, const char *close_sql,
+									 List *close_distinct_sql, const char *late_sql,
+									 const char *max_sql, Datum max_time, bool max_isnull);
+extern bool catalog_left_join(Oid object, LeftJoinEntry *entry, MemoryContext mcxt);
+extern TimestampTz catalog_left_join_watermark(Oid object, bool *isnull);
+extern TimestampTz catalog_left_join_advance(Oid object, Datum batch_max, bool max_isnull,
+											 int64 late_pairs, bool *isnull);
 
 #endif							/* STREAM_EXT_CATALOG_H */

@@ -70,6 +70,7 @@
 #include "query/joins.h"
 #include "query/retract.h"
 #include "query/rollup.h"
+#include "query/sjoin_left.h"
 #include "query/stream_joins.h"
 #include "windows/windows.h"
 
@@ -350,6 +351,8 @@ create_analyze(ViewBuild *cv, const char *queryString)
 
 		cv_analyze(rewritten, queryString, cv->stmt->aliases, hop, &cv->plan);
 	}
+	/* a LEFT JOIN of two streams takes allowed_lateness (query/sjoin_left.c) */
+	sjoin_left_prepare(&cv->plan, &opts->lateness);
 	if (joins_has_tables(cv->plan.query) &&
 		(opts->session.enabled || opts->lateness.enabled ||
 		 (cv->plan.window && cv->plan.window->kind != CV_WINDOW_TUMBLING) ||
@@ -582,7 +585,8 @@ create_record(ViewBuild *cv)
 	view_options_record(&cv->opts, obj);
 	/* a join of two streams: its second stream's statements (query/stream_joins.c) */
 	if (OidIsValid(sjoin_right_stream(cv->plan.query)))
-		sjoin_create_view(&cv->plan, obj->viewid, obj->mq, obj->dq, obj->auxids);
+		sjoin_create_view(&cv->plan, obj->viewid, obj->mq, obj->dq, obj->auxids,
+						  cv->opts.lateness.lateness);
 }
 
 /* phase 5: start from what the stream already holds (or a Kafka replay) */
@@ -606,6 +610,12 @@ create_view_backfill(ViewBuild *cv)
 															 foreach_current_index(lc),
 															 lfirst(lc)), what);
 		}
+	}
+	else if (sjoin_left_bound(cv->plan.query, NULL))
+	{
+		/* a LEFT JOIN of two streams: its pairs and closed rows (query/sjoin_left.c) */
+		foreach(lc, sjoin_left_backfill_sql(&cv->plan, obj->viewid, obj->mq, obj->auxids))
+			create_backfill((char *) lfirst(lc), what);
 	}
 	else if (backfill_from_stream(bf))
 	{

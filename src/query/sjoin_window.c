@@ -73,26 +73,43 @@ conjuncts(Node *qual)
 	return list_make1(qual);
 }
 
-/* outer joins touching the second stream; every qual of inner joins */
+/*
+ * Outer joins touching the second stream are refused, but for the LEFT
+ * JOIN of a continuous view that joins the two streams alone (FROM a LEFT
+ * JOIN b ON ...: query/sjoin_left.c), whose ON quals go to *left_on; every
+ * qual of inner joins goes to *quals.
+ */
 static void
-check_joins(Node *node, Index right_rti, const char *what, List **quals)
+check_joins(Node *node, Index right_rti, const char *what, List **quals,
+			List **left_on)
 {
 	JoinExpr   *j;
 
 	if (!IsA(node, JoinExpr))
 		return;
 	j = (JoinExpr *) node;
-	check_joins(j->larg, right_rti, what, quals);
-	check_joins(j->rarg, right_rti, what, quals);
+	check_joins(j->larg, right_rti, what, quals, left_on);
+	check_joins(j->rarg, right_rti, what, quals, left_on);
+	if (j->jointype == JOIN_LEFT && IsA(j->larg, RangeTblRef) &&
+		((RangeTblRef *) j->larg)->rtindex == 1 && IsA(j->rarg, RangeTblRef) &&
+		((RangeTblRef *) j->rarg)->rtindex == (int) right_rti)
+	{
+		if (strcmp(what, "continuous view") != 0)
+			sjoin_refuse(what, "a LEFT JOIN of two streams",
+						 "The NULL-extended rows of a LEFT JOIN of two streams are maintained in continuous views only.",
+						 "Use an inner join, or a continuous view.");
+		*left_on = conjuncts(j->quals);
+		return;
+	}
 	if (j->jointype != JOIN_INNER)
 	{
 		if (contains_rti(node, right_rti))
 			sjoin_refuse(what,
-						 j->jointype == JOIN_LEFT ? "a LEFT JOIN of two streams" :
+						 j->jointype == JOIN_LEFT ? "this LEFT JOIN of two streams" :
 						 j->jointype == JOIN_RIGHT ? "a RIGHT JOIN of two streams" :
 						 "an outer join of two streams",
-						 "Only inner joins of two streams are maintained: a row without a match would have to be emitted once its window has closed.",
-						 "Use an inner join (JOIN ... ON), or join a stream to a table with LEFT JOIN.");
+						 "Only FROM a LEFT JOIN b ON ... (the first stream on the left, the second on the right, nothing else joined) and inner joins of two streams are maintained.",
+						 "Write the join as FROM first_stream LEFT JOIN second_stream ON ..., or use an inner join.");
 		return;
 	}
 	*quals = list_concat(*quals, conjuncts(j->quals));
@@ -102,6 +119,7 @@ check_joins(Node *node, Index right_rti, const char *what, List **quals)
 typedef struct TimeTerm
 {
 	Index		varno;
+	AttrNumber	attno;
 	Interval	offset;
 } TimeTerm;
 
@@ -123,6 +141,7 @@ time_term(Node *node, TimeTerm *t)
 	if (node && IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
 	{
 		t->varno = ((Var *) node)->varno;
+		t->attno = ((Var *) node)->varattno;
 		return true;
 	}
 	if (node && IsA(node, OpExpr) && list_length(((OpExpr *) node)->args) == 2)
@@ -140,6 +159,7 @@ time_term(Node *node, TimeTerm *t)
 			(strcmp(name, "+") == 0 || strcmp(name, "-") == 0))
 		{
 			t->varno = ((Var *) l)->varno;
+			t->attno = ((Var *) l)->varattno;
 			t->offset = *c;
 			if (strcmp(name, "-") == 0)
 				t->offset = *DatumGetIntervalP(DirectFunctionCall1(interval_um,
@@ -150,6 +170,7 @@ time_term(Node *node, TimeTerm *t)
 			((Var *) r)->varlevelsup == 0 && strcmp(name, "+") == 0)
 		{
 			t->varno = ((Var *) r)->varno;
+			t->attno = ((Var *) r)->varattno;
 			t->offset = *c;
 			return true;
 		}
@@ -181,15 +202,23 @@ interval_abs(Interval *a)
 	return a;
 }
 
-/* every qual of q's inner joins and WHERE, as a list of conjuncts */
+/*
+ * The quals bounding the join: every qual of q's inner joins and WHERE, as
+ * a list of conjuncts, or, for a LEFT JOIN of the two streams, those of its
+ * ON clause only (*left set).
+ */
 static List *
-join_quals(Query *q, Index right_rti, const char *what)
+join_quals(Query *q, Index right_rti, const char *what, bool *left)
 {
 	List	   *quals = NIL;
+	List	   *left_on = NIL;
 	ListCell   *lc;
 
 	foreach(lc, q->jointree->fromlist)
-		check_joins(lfirst(lc), right_rti, what, &quals);
+		check_joins(lfirst(lc), right_rti, what, &quals, &left_on);
+	*left = (left_on != NIL);
+	if (*left)
+		return left_on;
 	quals = list_concat(quals, conjuncts(q->jointree->quals));
 	return quals;
 }
@@ -202,10 +231,12 @@ join_quals(Query *q, Index right_rti, const char *what)
  * columns, any of <, <=, >, >=, either operand first).  NULL if they do not.
  */
 static Interval *
-join_window(List *quals, Index right_rti)
+join_window(List *quals, Index right_rti, SJoinUpperBound *ub)
 {
 	Interval   *lower = NULL;	/* right.t - left.t >= lower */
 	Interval   *upper = NULL;	/* right.t - left.t <= upper */
+	AttrNumber	upper_right = InvalidAttrNumber;
+	AttrNumber	upper_left = InvalidAttrNumber;
 	ListCell   *lc;
 
 	foreach(lc, quals)
@@ -236,16 +267,33 @@ join_window(List *quals, Index right_rti)
 			/* left - right op c: right - left (flipped op) -c */
 			bound = interval_sub(&x.offset, &y.offset);
 			less = !less;
+			/* (the terms as right, left below) */
+			{
+				TimeTerm	t = x;
+
+				x = y;
+				y = t;
+			}
 		}
 		else
 			continue;
 		if (less && (upper == NULL || sjoin_interval_less(bound, upper)))
+		{
 			upper = bound;
+			upper_right = x.attno;
+			upper_left = y.attno;
+		}
 		else if (!less && (lower == NULL || sjoin_interval_less(lower, bound)))
 			lower = bound;
 	}
 	if (lower == NULL || upper == NULL)
 		return NULL;
+	if (ub)
+	{
+		ub->upper = *upper;
+		ub->right_attno = upper_right;
+		ub->left_attno = upper_left;
+	}
 	lower = interval_abs(lower);
 	upper = interval_abs(upper);
 	return sjoin_interval_less(lower, upper) ? upper : lower;
@@ -255,8 +303,22 @@ Interval *
 sjoin_window(Query *q)
 {
 	Index		rti = sjoin_right_rti(q);
+	bool		left;
 
-	return rti ? join_window(join_quals(q, rti, "continuous view"), rti) : NULL;
+	return rti ? join_window(join_quals(q, rti, "continuous view", &left), rti, NULL) : NULL;
+}
+
+bool
+sjoin_left_bound(Query *q, SJoinUpperBound *ub)
+{
+	Index		rti = sjoin_right_rti(q);
+	bool		left = false;
+
+	if (rti == 0)
+		return false;
+	if (join_window(join_quals(q, rti, "continuous view", &left), rti, ub) == NULL)
+		return false;
+	return left;
 }
 
 Index
@@ -283,12 +345,48 @@ sjoin_right_stream(Query *q)
 	return rti ? rt_fetch(rti, q->rtable)->relid : InvalidOid;
 }
 
+/*
+ * A LEFT JOIN of two streams (query/sjoin_left.c): the two streams alone,
+ * the first not a changelog stream, and the upper bound of the window a
+ * timestamptz column of each, so that a row's window closes when the
+ * second stream's watermark passes its time plus the bound.
+ */
+static void
+check_left(Query *q, Index right_rti, SJoinUpperBound *ub, const char *what)
+{
+	Oid			left = rt_fetch(1, q->rtable)->relid;
+	Oid			right = rt_fetch(right_rti, q->rtable)->relid;
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relid != left && rte->relid != right)
+			sjoin_refuse(what, "a LEFT JOIN of two streams joined to a table",
+						 "The NULL-extended rows of a LEFT JOIN of two streams are maintained for the two streams alone.",
+						 "Join the table in a view over the result, or use an inner join of the streams.");
+	}
+	if (se_stream_is_changelog(left))
+		sjoin_refuse(what, "a LEFT JOIN of a changelog stream",
+					 "A NULL-extended row emitted when the window closes cannot be retracted.",
+					 NULL);
+	if (ub->right_attno <= 0 || ub->left_attno <= 0 ||
+		get_atttype(right, ub->right_attno) != TIMESTAMPTZOID ||
+		get_atttype(left, ub->left_attno) != TIMESTAMPTZOID)
+		sjoin_refuse(what, "a LEFT JOIN of two streams without timestamptz time columns",
+					 "The window's upper bound must compare a timestamptz column of each stream (second.ts <= first.ts + interval): a row's window closes when the second stream's watermark passes it.",
+					 "Cast the time columns to timestamptz in the streams, or use an inner join.");
+}
+
 void
 sjoin_check_from(Query *q, Index right_rti, const char *querytext, const char *what)
 {
 	Oid			left = rt_fetch(1, q->rtable)->relid;
 	Oid			right = rt_fetch(right_rti, q->rtable)->relid;
 	Oid			sides[2] = {left, right};
+	bool		is_left = false;
+	SJoinUpperBound ub;
 
 	catalog_require_table("stream_joins", "joins of two streams");
 	if (left == right)
@@ -299,7 +397,7 @@ sjoin_check_from(Query *q, Index right_rti, const char *querytext, const char *w
 		sjoin_refuse(what, psprintf("changelog stream \"%s\" as the second stream of a join", get_rel_name(right)),
 					 "Only the first stream's retractions are applied: the second stream's rows would count as inserts.",
 					 "Put the changelog stream first in FROM.");
-	if (join_window(join_quals(q, right_rti, what), right_rti) == NULL)
+	if (join_window(join_quals(q, right_rti, what, &is_left), right_rti, &ub) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a join of two streams needs a time window in a %s", what),
@@ -316,4 +414,6 @@ sjoin_check_from(Query *q, Index right_rti, const char *querytext, const char *w
 					 errdetail("It was created with retain => false: a batch of the other stream would find none of its rows."),
 					 errhint("Create the stream with retain => true (the default).")));
 	}
+	if (is_left)
+		check_left(q, right_rti, &ub, what);
 }

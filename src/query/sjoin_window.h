@@ -21,9 +21,6 @@
 extern void sjoin_check_from(Query *q, Index right_rti, const char *querytext,
 							 const char *what);
 
-/* q's second stream, or InvalidOid: q reads one stream */
-extern Oid	sjoin_right_stream(Query *q);
-
 /* q's second stream and its range-table index, or InvalidOid / 0 */
 extern Oid	sjoin_right_stream(Query *q);
 extern Index sjoin_right_rti(Query *q);
@@ -32,5 +29,23 @@ extern Index sjoin_right_rti(Query *q);
 extern Interval *sjoin_window(Query *q);
 
 extern bool sjoin_interval_less(Interval *a, Interval *b);
+
+/*
+ * The upper bound of a join's window: second.right_attno - first.left_attno
+ * <= upper (from second.t <= first.t + upper, or BETWEEN ... AND first.t +
+ * upper, the tightest one).
+ */
+typedef struct SJoinUpperBound
+{
+	Interval	upper;
+	AttrNumber	right_attno;	/* of the second stream */
+	AttrNumber	left_attno;		/* of the first stream */
+} SJoinUpperBound;
+
+/*
+ * Is q, accepted by sjoin_check_from(), a LEFT JOIN of two streams
+ * (query/sjoin_left.c)?  If so, *ub is its window's upper bound.
+ */
+extern bool sjoin_left_bound(Query *q, SJoinUpperBound *ub);
 
 #endif							/* STREAM_EXT_SJOIN_WINDOW_H */

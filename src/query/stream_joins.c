@@ -86,18 +86,19 @@
 #include "maintain/privileges.h"
 #include "maintain/trigger.h"
 #include "query/joins.h"
+#include "query/sjoin_left.h"
 #include "query/sjoin_window.h"
 #include "query/stream_joins.h"
 #include "windows/windows.h"
 
-/* the objsubid of the join's lock object (see the header comment) */
-#define SJOIN_LOCK 0x534a
-
 /* ---- CREATE ------------------------------------------------------------- */
 
-/* both streams keep their rows at least the window (NULL retention: always) */
+/*
+ * Both streams keep their rows at least the window, plus allowed_lateness
+ * for a LEFT JOIN (NULL retention: always)
+ */
 static void
-check_retention(Oid left, Oid right, Interval *window)
+check_retention(Oid left, Oid right, Interval *window, Interval *lateness)
 {
 	List	   *streams = catalog_streams_with_retention();
 	ListCell   *lc;
@@ -107,13 +108,28 @@ check_retention(Oid left, Oid right, Interval *window)
 		RetentionStream *s = lfirst(lc);
 		Interval   *retention = DatumGetIntervalP(s->retention);
 
+		Interval   *need = window;
+
 		if (s->relid != left && s->relid != right)
 			continue;
-		if (sjoin_interval_less(retention, window))
+		if (lateness)
+			need = DatumGetIntervalP(DirectFunctionCall2(interval_pl, IntervalPGetDatum(window),
+														 IntervalPGetDatum(lateness)));
+		if (sjoin_interval_less(retention, need))
 		{
 			char	   *w = DatumGetCString(DirectFunctionCall1(interval_out,
-																IntervalPGetDatum(window)));
+																IntervalPGetDatum(need)));
 
+			if (lateness)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("stream \"%s\" retains its rows for %s, less than the LEFT JOIN's window plus allowed_lateness, %s",
+								get_rel_name(s->relid),
+								DatumGetCString(DirectFunctionCall1(interval_out, s->retention)),
+								w),
+						 errdetail("A row of the first stream is NULL-extended when its window closes, allowed_lateness after the window: both streams' rows must be kept that long."),
+						 errhint("Raise it with SELECT stream_ext.set_retention('%s', '%s'), or narrow the window.",
+								 s->qualname, w)));
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("stream \"%s\" retains its rows for %s, less than the join's window of %s",
@@ -138,12 +154,13 @@ sjoin_check_retention(Oid streamid, Interval *retention)
 	{
 		StreamJoinEntry *sj = lfirst(lc);
 
-		if (sjoin_interval_less(retention, &sj->window))
+		if (sjoin_interval_less(retention, &sj->retain))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("a retention of %s is shorter than the window of %s of continuous %s \"%s\"",
+					 errmsg("a retention of %s is shorter than the %s of %s of continuous %s \"%s\"",
 							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(retention))),
-							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&sj->window))),
+							sj->left ? "window plus allowed_lateness" : "window",
+							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&sj->retain))),
 							sj->transform ? "transform" : "view", get_rel_name(sj->object)),
 					 errdetail("It joins stream \"%s\" with another stream: a batch of either must find the other's rows of the whole window.",
 							   get_rel_name(streamid)),
@@ -151,16 +168,19 @@ sjoin_check_retention(Oid streamid, Interval *retention)
 	}
 }
 
-/* what CREATE does for any join of two streams; returns the window */
+/*
+ * What CREATE does for any join of two streams (lateness: a LEFT JOIN's,
+ * else NULL); returns the window
+ */
 static Interval *
-create_common(Query *q, Oid *left, Oid *right)
+create_common(Query *q, Oid *left, Oid *right, Interval *lateness)
 {
 	Interval   *window = sjoin_window(q);
 
 	*left = rt_fetch(1, q->rtable)->relid;
 	*right = sjoin_right_stream(q);
 	Assert(window != NULL);
-	check_retention(*left, *right, window);
+	check_retention(*left, *right, window, lateness);
 
 	/*
 	 * Writers of the second stream wait until we commit, as those of the
@@ -173,12 +193,17 @@ create_common(Query *q, Oid *left, Oid *right)
 
 void
 sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
-				  List *auxrels)
+				  List *auxrels, Interval *lateness)
 {
 	Oid			left;
 	Oid			right;
-	Interval   *window = create_common(plan->query, &left, &right);
+	SJoinUpperBound ub;
+	Interval	zero = {0};
+	bool		is_left = sjoin_left_bound(plan->query, &ub);
+	Interval   *window = create_common(plan->query, &left, &right,
+									   is_left ? (lateness ? lateness : &zero) : NULL);
 	Index		old = joins_set_batch_rti(sjoin_right_rti(plan->query));
+	const char *saved = plan->extra_batch_qual;
 	char	   *sql = NULL;
 	List	   *distinct = NIL;
 
@@ -186,6 +211,10 @@ sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 	{
 		ListCell   *lc;
 		ListCell   *la = list_head(auxrels);
+
+		/* a LEFT JOIN: a batch of b makes pairs only (query/sjoin_left.c) */
+		if (is_left)
+			plan->extra_batch_qual = sjoin_left_pairs_qual(plan, &ub);
 
 		sql = dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
 			cv_maintain_sql(plan, mq, CV_NEW_ROWS);
@@ -204,9 +233,12 @@ sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 	PG_FINALLY();
 	{
 		joins_set_batch_rti(old);
+		plan->extra_batch_qual = saved;
 	}
 	PG_END_TRY();
 	catalog_insert_stream_join(viewid, left, right, window, sql, distinct);
+	if (is_left)
+		sjoin_left_create(plan, viewid, mq, dq, auxrels, &ub, lateness);
 }
 
 void
@@ -214,7 +246,7 @@ sjoin_create_transform(Query *q, Oid viewid, const char *right_select)
 {
 	Oid			left;
 	Oid			right;
-	Interval   *window = create_common(q, &left, &right);
+	Interval   *window = create_common(q, &left, &right, NULL);
 
 	catalog_insert_stream_join(viewid, left, right, window, right_select, NIL);
 }
@@ -256,6 +288,7 @@ typedef struct SJoinUnit
 	List	   *distinct_sql;	/* ... and one per count(DISTINCT) */
 	Oid			other;			/* the other stream */
 	TimestampTz next_expiry;	/* windows/windows.c */
+	LeftJoinEntry *left;		/* a LEFT JOIN (query/sjoin_left.c), or NULL */
 } SJoinUnit;
 
 /* row-level security must not apply to the owner on either stream */
@@ -290,6 +323,11 @@ unit_prepare(SeBatchEntry *entry)
 	SJoinUnit  *u = entry->kind;
 	ListCell   *lc;
 
+	if (u->left)
+	{
+		sjoin_left_prepare_plans(entry, u->sql, u->distinct_sql, u->left);
+		return;
+	}
 	(void) se_batch_prepare(entry, u->sql, 0, NULL);
 	foreach(lc, u->distinct_sql)
 		(void) se_batch_prepare(entry, (char *) lfirst(lc), 0, NULL);
@@ -299,7 +337,9 @@ static uint64
 unit_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	SJoinUnit  *u = entry->kind;
-	uint64		groups = sjoin_run_plans(entry, trigdata);
+	uint64		groups = u->left ?
+		sjoin_left_run(entry, trigdata, list_length(u->distinct_sql), u->left) :
+		sjoin_run_plans(entry, trigdata);
 
 	compact_after_batch(&u->cat);
 	window_expire_opportunistic(&u->cat, &u->next_expiry);
@@ -363,6 +403,13 @@ sjoin_view_units(SeBatchEntry *parent, Oid streamid, List **own)
 		u->sql = left ? u->cat.maintain_sql : sj->right_sql;
 		u->distinct_sql = left ? u->cat.distinct_sql : sj->right_distinct_sql;
 		u->other = left ? sj->right_stream : sj->left_stream;
+		if (sj->left)
+		{
+			u->left = palloc0(sizeof(LeftJoinEntry));
+			if (!catalog_left_join(sj->object, u->left, parent->cxt))
+				elog(ERROR, "stream_ext: LEFT JOIN %u has no row in stream_ext.stream_left_joins",
+					 sj->object);
+		}
 		unit->kind = u;
 		unit->sjoin_side = left ? SJOIN_LEFT : SJOIN_RIGHT;
 		unit->objid = u->cat.viewid;

@@ -22,17 +22,21 @@
 #define SJOIN_LEFT	1			/* the first stream of FROM */
 #define SJOIN_RIGHT 2			/* the second stream */
 
+/* the objsubid of the join's lock object (stream_joins.c's header comment) */
+#define SJOIN_LOCK 0x534a
+
 /*
  * CREATE of a continuous view joining two streams (after its maintenance
  * statements were made): check the streams' retention against the window,
  * lock the second stream against writers, record the statements of its
  * batches.  dq: the delta, or NULL (upsert); auxrels: the count(DISTINCT)
- * side tables, in plan->aggs' order.  (Row-level security on the second
+ * side tables, in plan->aggs' order; lateness: a LEFT JOIN's
+ * allowed_lateness (NULL: none; query/sjoin_left.c).  (Row-level security on the second
  * stream is checked by ddl/create_steps.c, as on the first, and its
  * trigger made by ddl/create_view.c.)
  */
 extern void sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq,
-							  const char *dq, List *auxrels);
+							  const char *dq, List *auxrels, Interval *lateness);
 
 /*
  * The same for a continuous transform: right_select is its SELECT over a

@@ -599,3 +599,26 @@ CREATE TABLE stream_ext.stream_joins (
 CREATE INDEX ON stream_ext.stream_joins (right_stream);
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.stream_joins', '');
 GRANT SELECT ON stream_ext.stream_joins TO PUBLIC;
+
+-- sjleft: LEFT JOIN of two streams, emitted when the window closes (query/sjoin_left.c)
+-- has passed the row's time plus the window's upper bound
+CREATE TABLE stream_ext.stream_left_joins (
+    object            regclass PRIMARY KEY
+                      REFERENCES stream_ext.stream_joins (object) ON DELETE CASCADE,
+    allowed_lateness  interval NOT NULL,
+    -- a batch of the second stream: the NULL-extended rows of the first
+    -- stream's rows whose window closed ($1 old, $2 new watermark) and,
+    -- for count(DISTINCT), one more per column
+    close_sql         text NOT NULL,
+    close_distinct_sql text[] NOT NULL DEFAULT '{}',
+    -- the batch's pairs refused because their first row had closed ($1)
+    late_sql          text NOT NULL,
+    -- the batch's newest and oldest time of the second stream
+    max_sql           text NOT NULL,
+    -- the newest time of the second stream seen: watermark = max_time -
+    -- allowed_lateness; written by the batches of the second stream
+    max_time          timestamptz,
+    late_pairs        bigint NOT NULL DEFAULT 0
+);
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.stream_left_joins', '');
+GRANT SELECT ON stream_ext.stream_left_joins TO PUBLIC;
