@@ -159,8 +159,8 @@ CREATE VIEW sj_bad WITH (continuous) AS
   SELECT count(*) FROM sj_orders o JOIN sj_orders p ON o.k = p.k
      AND p.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '1 minute';
 CREATE VIEW sj_bad WITH (continuous) AS
-  SELECT o.k, count(s.w) FROM sj_orders o LEFT JOIN sj_ships s ON o.k = s.k
-     AND s.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '1 minute' GROUP BY o.k;
+  SELECT s.k, count(o.qty) FROM sj_orders o RIGHT JOIN sj_ships s ON o.k = s.k
+     AND s.ts BETWEEN o.ts - interval '1 minute' AND o.ts + interval '1 minute' GROUP BY s.k;
 CREATE VIEW sj_bad WITH (continuous) AS
   SELECT count(*) FROM sj_orders o JOIN sj_ships s ON o.k = s.k;
 CREATE VIEW sj_bad WITH (continuous) AS
