@@ -111,6 +111,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	bool		watermark_isnull = true;
 	char	   *shared;
 	int			others;
+	LeftJoinEntry left;
 
 	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
 		ereport(ERROR,
@@ -150,7 +151,20 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	 * with the current one (read, not locked as a batch locks it).
 	 */
 	has_watermark = lateness_lookup(viewid, CurrentMemoryContext) != NULL;
-	if (has_watermark)
+	/* a LEFT JOIN of two streams: its own watermark (query/sjoin_left.c) */
+	if (!has_watermark && catalog_left_join(viewid, &left, CurrentMemoryContext))
+	{
+		MemoryContext old;
+
+		has_watermark = true;
+		watermark = TimestampTzGetDatum(catalog_left_join_watermark(viewid, &watermark_isnull));
+		old = MemoryContextSwitchTo(outcxt);
+		put_line(rsinfo, psprintf("Watermark ($1) of the LEFT JOIN: %s",
+								  watermark_isnull ? "none yet (no time of the second stream seen)" :
+								  timestamptz_to_str(DatumGetTimestampTz(watermark))));
+		MemoryContextSwitchTo(old);
+	}
+	else if (has_watermark)
 	{
 		MemoryContext old;
 

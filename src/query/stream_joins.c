@@ -162,6 +162,9 @@ sjoin_check_retention(Oid streamid, Interval *retention)
 							sj->left ? "window plus allowed_lateness" : "window",
 							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&sj->retain))),
 							sj->transform ? "transform" : "view", get_rel_name(sj->object)),
+					 sj->left ?
+					 errdetail("It joins stream \"%s\" with another stream in a LEFT JOIN: a row of the first is NULL-extended when its window closes, allowed_lateness after the window.",
+							   get_rel_name(streamid)) :
 					 errdetail("It joins stream \"%s\" with another stream: a batch of either must find the other's rows of the whole window.",
 							   get_rel_name(streamid)),
 					 errhint("Keep a retention of at least the window, or drop the join first.")));
