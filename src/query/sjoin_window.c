@@ -2,7 +2,8 @@
  *
  * sjoin_window.c
  *	  What a join of two streams must be (query/stream_joins.c has the
- *	  rest): two different streams, joined by inner joins, and bounded in
+ *	  rest): two different streams, joined by inner joins (or, in a view,
+ *	  FROM a LEFT JOIN b alone: query/sjoin_left.c), and bounded in
  *	  time both ways -- the second stream's time within an interval of the
  *	  first's.  The largest distance the bounds allow is the join's window,
  *	  which both streams must retain rows for.  Called by joins_check_from()

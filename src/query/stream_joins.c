@@ -49,9 +49,10 @@
  *	  streams created with retain => false are refused.
  *
  *	  What is refused (0A000), by query/sjoin_window.c, which also finds the
- *	  window: a stream joined to itself, outer joins of the two streams (a
- *	  LEFT JOIN needs an emit when the window closes, not built), more than
- *	  two streams, joins without a bounded time window.
+ *	  window: a stream joined to itself, outer joins of the two streams but
+ *	  the LEFT JOIN of a view (query/sjoin_left.c: its rows without a match
+ *	  are emitted when their window closes), more than two streams, joins
+ *	  without a bounded time window.
  *
  *-------------------------------------------------------------------------
  */
