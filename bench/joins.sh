@@ -12,6 +12,12 @@
 #                  ON a.k = b.k AND b.ts BETWEEN a.ts - 5 min AND a.ts + 5 min
 #                  GROUP BY a.k
 #     join_idx  the same with an index on (k, ts) of each stream
+#     left   the LEFT JOIN (docs/joins.md, "LEFT JOIN of two streams"):
+#                  SELECT a.k, count(*), count(b.w), sum(a.v * b.w) FROM ja a
+#                  LEFT JOIN jb b ON <the same> GROUP BY a.k
+#            checked against the query of docs/joins.md (no pair is
+#            refused: each stream's rows come in time order)
+#   BENCH_JOIN_VARIANTS (default "join join_idx left") picks the views measured.
 #   Each measurement starts from fresh streams, times the whole load in one
 #   session with clock_timestamp(), and (join*) checks the view against the
 #   plain query, whose own time (the join and aggregate run once over all
@@ -41,6 +47,7 @@ BATCH=${BENCH_JOIN_BATCH:-10000}
 KEYS=${BENCH_JOIN_KEYS:-1000}
 RATE=${BENCH_JOIN_RATE:-200}
 REPS=${BENCH_JOIN_REPS:-2}
+VARIANTS=${BENCH_JOIN_VARIANTS:-join join_idx left}
 DATA=${BENCH_DATA_DIR:-$STREAM_EXT_TMP/bench-data}/joins
 RESULTS=${BENCH_RESULTS_DIR:-$STREAM_EXT_TMP}
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
@@ -77,6 +84,15 @@ measure() {
 		if [[ $w == join_idx ]]; then
 			echo "CREATE INDEX ON ja (k, ts);"
 			echo "CREATE INDEX ON jb (k, ts);"
+		fi
+		if [[ $w == left ]]; then
+			cat <<-'EOF'
+				CREATE VIEW jv WITH (continuous) AS
+				  SELECT a.k, count(*) AS n, count(b.w) AS m, sum(a.v * b.w) AS s
+				    FROM ja a LEFT JOIN jb b
+				      ON a.k = b.k AND b.ts BETWEEN a.ts - interval '5 minutes' AND a.ts + interval '5 minutes'
+				   GROUP BY a.k;
+			EOF
 		fi
 		if [[ $w == join* ]]; then
 			cat <<-'EOF'
@@ -118,6 +134,34 @@ measure() {
 				SELECT 1/0;
 				\endif
 			EOF
+		elif [[ $w == left ]]; then
+			cat <<-'EOF'
+				SELECT clock_timestamp() AS q0 \gset
+				SELECT a.k, count(*), count(b.w), sum(a.v * b.w) FROM ja a LEFT JOIN jb b
+				    ON a.k = b.k AND b.ts BETWEEN a.ts - interval '5 minutes' AND a.ts + interval '5 minutes'
+				 GROUP BY a.k \g /dev/null
+				SELECT extract(epoch FROM clock_timestamp() - :'q0') AS qsecs,
+				       (SELECT sum(n) FROM jv) AS pairs \gset
+				\echo :secs :qsecs :pairs
+				SELECT count(*) + (SELECT late_pairs FROM stream_ext.stream_left_joins) AS wrong FROM (
+				  (TABLE jv EXCEPT ALL
+				   SELECT a.k, count(*), count(b.w), sum(a.v * b.w) FROM ja a LEFT JOIN jb b
+				       ON a.k = b.k AND b.ts BETWEEN a.ts - interval '5 minutes' AND a.ts + interval '5 minutes'
+				    WHERE b.ts IS NOT NULL OR a.ts IS NULL
+				       OR a.ts + interval '5 minutes' < (SELECT max_time - allowed_lateness FROM stream_ext.stream_left_joins)
+				    GROUP BY a.k)
+				  UNION ALL
+				  (SELECT a.k, count(*), count(b.w), sum(a.v * b.w) FROM ja a LEFT JOIN jb b
+				       ON a.k = b.k AND b.ts BETWEEN a.ts - interval '5 minutes' AND a.ts + interval '5 minutes'
+				    WHERE b.ts IS NOT NULL OR a.ts IS NULL
+				       OR a.ts + interval '5 minutes' < (SELECT max_time - allowed_lateness FROM stream_ext.stream_left_joins)
+				    GROUP BY a.k
+				   EXCEPT ALL TABLE jv)) d \gset
+				\if :wrong
+				\echo 'bench/joins.sh: the LEFT JOIN view differs from the query of docs/joins.md' >&2
+				SELECT 1/0;
+				\endif
+			EOF
 		else
 			echo "\\echo :secs"
 		fi
@@ -131,28 +175,48 @@ median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 raw=()
 join=()
 idx=()
+left=()
 query=()
+lquery=()
 for ((r = 1; r <= REPS; r++)); do
 	raw+=("$(measure raw)")
-	read -r s q pairs <<<"$(measure join)"
-	join+=("$s")
-	query+=("$q")
-	read -r s q pairs <<<"$(measure join_idx)"
-	idx+=("$s")
-	echo "bench/joins.sh: rep $r: raw ${raw[-1]} s, join ${join[-1]} s, join_idx ${idx[-1]} s, plain query ${query[-1]} s ($pairs pairs)" >&2
+	line="bench/joins.sh: rep $r: raw ${raw[-1]} s"
+	if [[ " $VARIANTS " == *" join "* ]]; then
+		read -r s q pairs <<<"$(measure join)"
+		join+=("$s")
+		query+=("$q")
+		line+=", join $s s, plain query $q s ($pairs pairs)"
+	fi
+	if [[ " $VARIANTS " == *" join_idx "* ]]; then
+		read -r s q pairs <<<"$(measure join_idx)"
+		idx+=("$s")
+		line+=", join_idx $s s"
+	fi
+	if [[ " $VARIANTS " == *" left "* ]]; then
+		read -r s q lrows <<<"$(measure left)"
+		left+=("$s")
+		lquery+=("$q")
+		line+=", left $s s, plain LEFT query $q s ($lrows rows)"
+	fi
+	echo "$line" >&2
 done
-mraw=$(printf '%s\n' "${raw[@]}" | median)
-mjoin=$(printf '%s\n' "${join[@]}" | median)
-midx=$(printf '%s\n' "${idx[@]}" | median)
-mquery=$(printf '%s\n' "${query[@]}" | median)
+med() { if (($# == 0)); then echo 0; else printf '%s\n' "$@" | median; fi; }
+mraw=$(med "${raw[@]}")
+mjoin=$(med "${join[@]}")
+midx=$(med "${idx[@]}")
+mleft=$(med "${left[@]}")
+mquery=$(med "${query[@]}")
+mlquery=$(med "${lquery[@]}")
 {
-	echo "| load ($((2 * ROWS)) rows, $BATCH-row COPYs alternating between the streams, $KEYS keys, 5-minute window, $pairs joined pairs) | median s | rows/s | ratio to raw |"
+	echo "| load ($((2 * ROWS)) rows, $BATCH-row COPYs alternating between the streams, $KEYS keys, 5-minute window) | median s | rows/s | ratio to raw |"
 	echo "| --- | ---: | ---: | ---: |"
-	awk -v r="$mraw" -v j="$mjoin" -v i="$midx" -v n=$((2 * ROWS)) 'BEGIN {
+	awk -v r="$mraw" -v j="$mjoin" -v i="$midx" -v l="$mleft" -v n=$((2 * ROWS)) 'BEGIN {
 		printf "| raw COPY into both streams | %.2f | %.0f | 1.00 |\n", r, n / r;
-		printf "| with the join view | %.2f | %.0f | %.2f |\n", j, n / j, r / j;
-		printf "| with the join view, index on (k, ts) of both streams | %.2f | %.0f | %.2f |\n", i, n / i, r / i }'
+		if (j > 0) printf "| with the join view | %.2f | %.0f | %.2f |\n", j, n / j, r / j;
+		if (i > 0) printf "| with the join view, index on (k, ts) of both streams | %.2f | %.0f | %.2f |\n", i, n / i, r / i;
+		if (l > 0) printf "| with the LEFT JOIN view | %.2f | %.0f | %.2f |\n", l, n / l, r / l }'
 	echo
-	echo "The join and aggregate as one plain query over all rows at the end: $mquery s (median)."
+	[[ -n ${query[*]} ]] && echo "The join and aggregate as one plain query over all rows at the end: $mquery s (median)."
+	[[ -n ${lquery[*]} ]] && echo "The LEFT JOIN and aggregate as one plain query over all rows at the end: $mlquery s (median)."
 	echo "$REPS repetitions, interleaved; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end."
 } | tee "$RESULTS/joins.md"
