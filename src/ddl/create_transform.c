@@ -43,6 +43,7 @@
 #include "ddl/create_transform.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/sjoin_left.h"
 #include "query/stream_joins.h"
 
 bool
@@ -227,6 +228,10 @@ typedef struct TransformBuild
 	char	   *vq;
 	Oid			viewid;
 	Oid			tableid;		/* the table it appends to, or InvalidOid */
+	/* a LEFT JOIN of two streams (query/sjoin_left.c) */
+	bool		left;
+	SJoinUpperBound ub;
+	char	   *extra_qual;		/* ANDed to the WHERE of transform_select_sql() */
 } TransformBuild;
 
 /*
@@ -298,11 +303,13 @@ transform_select_sql(TransformBuild *ct, const char *source)
 {
 	Query	   *query = ct->query;
 
-	return psprintf("SELECT %s FROM %s%s%s", ct->exprs.data,
+	return psprintf("SELECT %s FROM %s%s%s%s%s", ct->exprs.data,
 					joins_from_sql(query, ct->ctx, source),
 					query->jointree->quals ? " WHERE " : "",
 					query->jointree->quals ?
-					deparse_expression(query->jointree->quals, ct->ctx, true, false) : "");
+					deparse_expression(query->jointree->quals, ct->ctx, true, false) : "",
+					ct->extra_qual ? (query->jointree->quals ? " AND " : " WHERE ") : "",
+					ct->extra_qual ? ct->extra_qual : "");
 }
 
 /*
@@ -343,7 +350,12 @@ transform_build(TransformBuild *ct)
 		if (OidIsValid(coll) && coll != get_typcollation(type))
 			appendStringInfo(&typed, " COLLATE %s", generate_collation_name(coll));
 	}
+	/* a LEFT JOIN of two streams: pairs, and NULL rows of closed rows */
+	ct->left = sjoin_left_bound(ct->query, &ct->ub);
+	if (ct->left)
+		ct->extra_qual = sjoin_left_qual(ct->query, &ct->ub, SJOIN_QUAL_FIRST);
 	ct->select_sql = transform_select_sql(ct, CV_NEW_ROWS);
+	ct->extra_qual = NULL;
 
 	ct->vq = quote_qualified_identifier(nspname, name);
 	if (OidIsValid(ct->outid))
@@ -386,14 +398,28 @@ transform_build(TransformBuild *ct)
 	if (OidIsValid(sjoin_right_stream(ct->query)))
 	{
 		Index		old = joins_set_batch_rti(sjoin_right_rti(ct->query));
-		char	   *right_select = transform_select_sql(ct, CV_NEW_ROWS);
+		char	   *right_select;
+		char	   *close_select = NULL;
 
+		if (ct->left)
+			ct->extra_qual = sjoin_left_qual(ct->query, &ct->ub, SJOIN_QUAL_PAIRS);
+		right_select = transform_select_sql(ct, CV_NEW_ROWS);
+		if (ct->left)
+		{
+			/* both streams from their tables: the rows a batch closes */
+			joins_set_batch_rti(0);
+			ct->extra_qual = sjoin_left_qual(ct->query, &ct->ub, SJOIN_QUAL_CLOSE);
+			close_select = transform_select_sql(ct, CV_NEW_ROWS);
+		}
+		ct->extra_qual = NULL;
 		joins_set_batch_rti(old);
 		(void) create_stream_trigger(sjoin_right_stream(ct->query),
 									 psprintf("stream_ext_transform_%u", ct->viewid),
 									 "transform", ct->vq, ct->viewid);
 		CommandCounterIncrement();
 		sjoin_create_transform(ct->query, ct->viewid, right_select);
+		if (ct->left)
+			sjoin_left_create_transform(ct->query, ct->viewid, &ct->ub, close_select);
 	}
 }
 
@@ -415,11 +441,25 @@ transform_record(TransformBuild *ct)
 static void
 transform_backfill(TransformBuild *ct)
 {
+	Index		old = 0;
+	char	   *select;
+
 	if (!OidIsValid(ct->tableid))
 		return;
+	/* a LEFT JOIN: pairs, and NULL rows of rows closed (query/sjoin_left.c) */
+	if (ct->left)
+	{
+		old = joins_set_batch_rti(0);
+		ct->extra_qual = sjoin_left_backfill_qual(ct->query, &ct->ub, ct->viewid);
+	}
+	select = transform_select_sql(ct, se_qualified_relname(ct->streamid));
+	if (ct->left)
+	{
+		joins_set_batch_rti(old);
+		ct->extra_qual = NULL;
+	}
 	create_backfill(psprintf("/* stream_ext transform backfill */ INSERT INTO %s (%s) %s",
-							 se_qualified_relname(ct->tableid), ct->collist.data,
-							 transform_select_sql(ct, se_qualified_relname(ct->streamid))),
+							 se_qualified_relname(ct->tableid), ct->collist.data, select),
 					"backfill of the new continuous transform from the rows already in its stream");
 }
 

@@ -69,6 +69,7 @@
 #include "maintain/trigger.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/sjoin_left.h"
 #include "query/stream_joins.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_transform);
@@ -83,6 +84,13 @@ transform_sql(Oid target, const char *columns, const char *select_sql)
 
 /* ---- maintenance -------------------------------------------------------- */
 
+/* a transform's entry->kind */
+typedef struct TransformKind
+{
+	char	   *sql;			/* its INSERT ... SELECT of a batch */
+	LeftJoinEntry *left;		/* a LEFT JOIN's (query/sjoin_left.c), or NULL */
+} TransformKind;
+
 /*
  * The batch trigger of a transform (maintain/trigger.c's skeleton): one
  * INSERT ... SELECT of the batch into the target, as the transform's owner.
@@ -95,6 +103,8 @@ transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 	TransformCatalogEntry tc;
 	MemoryContext old;
 	char	   *select_sql;
+	LeftJoinEntry *left;
+	TransformKind *kind;
 
 	viewid = relid_from_trigger_arg(trigger->tgargs[0]);
 	/* committed now, not as of the statement's snapshot: see core/catalog.c */
@@ -111,10 +121,17 @@ transform_load(SeBatchEntry *entry, TriggerData *trigdata)
 	entry->relids[2] = tc.targetid;
 	entry->owner = tc.owner;
 	/* the second stream of a join has its own statement (query/stream_joins.c) */
-	select_sql = sjoin_transform_select(entry, viewid, RelationGetRelid(trigdata->tg_relation));
+	select_sql = sjoin_transform_select(entry, viewid, RelationGetRelid(trigdata->tg_relation),
+										&left);
 	/* the statement */
-	entry->kind = transform_sql(tc.targetid, tc.columns,
-								select_sql ? select_sql : tc.select_sql);
+	kind = palloc0(sizeof(TransformKind));
+	kind->sql = transform_sql(tc.targetid, tc.columns,
+							  select_sql ? select_sql : tc.select_sql);
+	/* a LEFT JOIN: its NULL rows are rows of the transform too (query/sjoin_left.c) */
+	if (left)
+		left->close_sql = transform_sql(tc.targetid, tc.columns, left->close_sql);
+	kind->left = left;
+	entry->kind = kind;
 	entry->notify = tc.notify;
 	entry->timezone = tc.timezone;
 	entry->error_context =
@@ -141,7 +158,12 @@ transform_admit(SeBatchEntry *entry, TriggerData *trigdata)
 static void
 transform_prepare(SeBatchEntry *entry)
 {
-	(void) se_batch_prepare(entry, (char *) entry->kind, 0, NULL);
+	TransformKind *kind = entry->kind;
+
+	if (kind->left)
+		sjoin_left_prepare_plans(entry, kind->sql, NIL, kind->left);
+	else
+		(void) se_batch_prepare(entry, kind->sql, 0, NULL);
 }
 
 static uint64
@@ -149,7 +171,11 @@ transform_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	int			rc;
 
+	TransformKind *kind = entry->kind;
+
 	/* a join of two streams: under the join's lock (query/stream_joins.c) */
+	if (kind->left)
+		return sjoin_left_run(entry, trigdata, 0, kind->left);
 	if (entry->sjoin_side != SJOIN_NONE)
 		return sjoin_run_plans(entry, trigdata);
 	rc = SPI_execute_plan(linitial(se_batch_plans(entry, trigdata)), NULL, NULL, false, 0);

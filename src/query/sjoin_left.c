@@ -76,9 +76,8 @@ typedef struct LeftTerms
 } LeftTerms;
 
 static void
-left_terms(CVPlan *plan, SJoinUpperBound *ub, LeftTerms *t)
+left_terms(Query *q, SJoinUpperBound *ub, LeftTerms *t)
 {
-	Query	   *q = plan->query;
 	Index		rti = sjoin_right_rti(q);
 	Oid			left = rt_fetch(1, q->rtable)->relid;
 	Oid			right = rt_fetch(rti, q->rtable)->relid;
@@ -91,11 +90,51 @@ left_terms(CVPlan *plan, SJoinUpperBound *ub, LeftTerms *t)
 
 #define OLD_WATERMARK "COALESCE($1, '-infinity'::pg_catalog.timestamptz)"
 
+char *
+sjoin_left_qual(Query *q, SJoinUpperBound *ub, SJoinLeftQual which)
+{
+	LeftTerms	t;
+
+	left_terms(q, ub, &t);
+	switch (which)
+	{
+		case SJOIN_QUAL_FIRST:
+			/* every pair, and the NULL rows of new rows closed already */
+			return psprintf("(%s IS NOT NULL OR %s IS NULL OR %s < $1)",
+							t.b_time, t.a_time, t.end);
+		case SJOIN_QUAL_PAIRS:
+			/* pairs only (the planner makes the LEFT JOIN an inner one), of open rows */
+			return psprintf("(%s IS NOT NULL AND %s >= " OLD_WATERMARK ")", t.b_time, t.end);
+		case SJOIN_QUAL_CLOSE:
+			/* the NULL rows of the rows closed by W moving from $1 to $2 */
+			return psprintf("(%s IS NULL AND %s >= " OLD_WATERMARK " AND %s < $2)",
+							t.b_time, t.end, t.end);
+	}
+	return NULL;
+}
+
+/* the watermark of LEFT JOIN object, as SQL (backfills) */
+static char *
+watermark_sql(Oid object)
+{
+	return psprintf("(SELECT w.max_time - w.allowed_lateness FROM stream_ext.stream_left_joins w"
+					" WHERE w.object OPERATOR(pg_catalog.=) %u::pg_catalog.oid)", object);
+}
+
+char *
+sjoin_left_backfill_qual(Query *q, SJoinUpperBound *ub, Oid object)
+{
+	LeftTerms	t;
+
+	left_terms(q, ub, &t);
+	return psprintf("(%s IS NOT NULL OR %s IS NULL OR %s < %s)",
+					t.b_time, t.a_time, t.end, watermark_sql(object));
+}
+
 void
 sjoin_left_prepare(CVPlan *plan, LatenessSpec *lateness)
 {
 	SJoinUpperBound ub;
-	LeftTerms	t;
 
 	if (!sjoin_left_bound(plan->query, &ub))
 		return;
@@ -107,20 +146,7 @@ sjoin_left_prepare(CVPlan *plan, LatenessSpec *lateness)
 				 errhint("Drop emit and output_stream; allowed_lateness is supported.")));
 	/* the join's own watermark, not the lateness module's */
 	lateness->enabled = false;
-	left_terms(plan, &ub, &t);
-	/* every pair, and the NULL rows of new rows closed already */
-	plan->extra_batch_qual = psprintf("(%s IS NOT NULL OR %s IS NULL OR %s < $1)",
-									  t.b_time, t.a_time, t.end);
-}
-
-char *
-sjoin_left_pairs_qual(CVPlan *plan, SJoinUpperBound *ub)
-{
-	LeftTerms	t;
-
-	left_terms(plan, ub, &t);
-	/* pairs only (the planner makes the LEFT JOIN an inner one), of open rows */
-	return psprintf("(%s IS NOT NULL AND %s >= " OLD_WATERMARK ")", t.b_time, t.end);
+	plan->extra_batch_qual = sjoin_left_qual(plan->query, &ub, SJOIN_QUAL_FIRST);
 }
 
 /*
@@ -165,35 +191,32 @@ statements_over_tables(CVPlan *plan, const char *qual, const char *mq, const cha
 	return result;
 }
 
-void
-sjoin_left_create(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
-				  List *auxrels, SJoinUpperBound *ub, Interval *lateness)
+/*
+ * The statements of a LEFT JOIN that are not the maintenance of a batch:
+ * its refused pairs and its time, and its row in stream_left_joins with
+ * the watermark of the rows the second stream holds now (locked by
+ * create_common()) and the closing statements close.
+ */
+static void
+record_left(Query *q, Oid object, SJoinUpperBound *ub, Interval *lateness, List *close)
 {
-	Query	   *q = plan->query;
 	Index		rti = sjoin_right_rti(q);
 	Oid			right = rt_fetch(rti, q->rtable)->relid;
 	const char *bcol = quote_identifier(get_attname(right, ub->right_attno, false));
 	Interval	zero = {0};
 	LeftTerms	t;
-	List	   *close;
 	char	   *late_sql;
 	char	   *max_sql;
 	Index		old;
 	Node	   *where = q->jointree->quals;
-	List	   *ctx = se_stream_context(plan);
+	List	   *ctx = joins_deparse_context(q, rt_fetch(1, q->rtable)->relid);
 	Datum		max_time = (Datum) 0;
 	bool		max_isnull = true;
 	SPIPlanPtr	p;
 
 	if (lateness == NULL)
 		lateness = &zero;
-	left_terms(plan, ub, &t);
-
-	/* the NULL rows of the rows closed by W moving from $1 to $2 */
-	close = statements_over_tables(plan,
-								   psprintf("(%s IS NULL AND %s >= " OLD_WATERMARK " AND %s < $2)",
-											t.b_time, t.end, t.end),
-								   mq, dq, auxrels);
+	left_terms(q, ub, &t);
 
 	/* the pairs of a batch of b that a closed row of a refuses */
 	old = joins_set_batch_rti(rti);
@@ -213,7 +236,6 @@ sjoin_left_create(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 	max_sql = psprintf("SELECT pg_catalog.max(%s), pg_catalog.min(%s) FROM " CV_NEW_ROWS,
 					   bcol, bcol);
 
-	/* the watermark of the rows b holds (locked by create_common()) */
 	p = SPI_prepare(psprintf("SELECT pg_catalog.max(%s) FROM %s", bcol,
 							 se_qualified_relname(right)), 0, NULL);
 	if (p == NULL ||
@@ -223,25 +245,33 @@ sjoin_left_create(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 	max_time = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &max_isnull);
 	SPI_freeplan(p);
 
-	catalog_insert_left_join(viewid, lateness, linitial(close), list_copy_tail(close, 1),
+	catalog_insert_left_join(object, lateness, linitial(close), list_copy_tail(close, 1),
 							 late_sql, max_sql, max_time, max_isnull);
+}
+
+void
+sjoin_left_create(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
+				  List *auxrels, SJoinUpperBound *ub, Interval *lateness)
+{
+	record_left(plan->query, viewid, ub, lateness,
+				statements_over_tables(plan, sjoin_left_qual(plan->query, ub, SJOIN_QUAL_CLOSE),
+									   mq, dq, auxrels));
+}
+
+void
+sjoin_left_create_transform(Query *q, Oid object, SJoinUpperBound *ub, const char *close_select)
+{
+	record_left(q, object, ub, NULL, list_make1((char *) close_select));
 }
 
 List *
 sjoin_left_backfill_sql(CVPlan *plan, Oid viewid, const char *mq, List *auxrels)
 {
 	SJoinUpperBound ub;
-	LeftTerms	t;
-	char	   *wm;
 
 	if (!sjoin_left_bound(plan->query, &ub))
 		return NIL;
-	left_terms(plan, &ub, &t);
-	wm = psprintf("(SELECT w.max_time - w.allowed_lateness FROM stream_ext.stream_left_joins w"
-				  " WHERE w.object OPERATOR(pg_catalog.=) %u::pg_catalog.oid)", viewid);
-	return statements_over_tables(plan,
-								  psprintf("(%s IS NOT NULL OR %s IS NULL OR %s < %s)",
-										   t.b_time, t.a_time, t.end, wm),
+	return statements_over_tables(plan, sjoin_left_backfill_qual(plan->query, &ub, viewid),
 								  mq, NULL, auxrels);
 }
 

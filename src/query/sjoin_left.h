@@ -29,8 +29,27 @@
  */
 extern void sjoin_left_prepare(CVPlan *plan, LatenessSpec *lateness);
 
-/* the qual of a batch of the second stream's pairs ($1: the old watermark) */
-extern char *sjoin_left_pairs_qual(CVPlan *plan, SJoinUpperBound *ub);
+/*
+ * The quals (SQL over s and t<rti>, ANDed to the query's WHERE) of the
+ * statements of a LEFT JOIN q with upper bound ub:
+ *   FIRST: a batch of the first stream -- every pair, and the NULL rows of
+ *          its rows closed at $1 (the watermark);
+ *   PAIRS: a batch of the second stream -- its pairs with rows of the first
+ *          still open at $1 (the watermark before it);
+ *   CLOSE: both streams read from their tables -- the NULL rows of the
+ *          rows of the first that the watermark closes moving from $1 to $2.
+ */
+typedef enum SJoinLeftQual
+{
+	SJOIN_QUAL_FIRST,
+	SJOIN_QUAL_PAIRS,
+	SJOIN_QUAL_CLOSE
+} SJoinLeftQual;
+
+extern char *sjoin_left_qual(Query *q, SJoinUpperBound *ub, SJoinLeftQual which);
+
+/* FIRST with the recorded watermark of object in place of $1 (backfills) */
+extern char *sjoin_left_backfill_qual(Query *q, SJoinUpperBound *ub, Oid object);
 
 /*
  * sjoin_create_view() of a LEFT JOIN: make and record the statements that
@@ -39,6 +58,13 @@ extern char *sjoin_left_pairs_qual(CVPlan *plan, SJoinUpperBound *ub);
  */
 extern void sjoin_left_create(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 							  List *auxrels, SJoinUpperBound *ub, Interval *lateness);
+
+/*
+ * The same for a continuous transform (no allowed_lateness): close_select
+ * is its SELECT with CLOSE, both streams read from their tables.
+ */
+extern void sjoin_left_create_transform(Query *q, Oid object, SJoinUpperBound *ub,
+										const char *close_select);
 
 /*
  * The backfill of a new LEFT JOIN view (ddl/create_view.c): every pair of

@@ -95,10 +95,6 @@ check_joins(Node *node, Index right_rti, const char *what, List **quals,
 		((RangeTblRef *) j->larg)->rtindex == 1 && IsA(j->rarg, RangeTblRef) &&
 		((RangeTblRef *) j->rarg)->rtindex == (int) right_rti)
 	{
-		if (strcmp(what, "continuous view") != 0)
-			sjoin_refuse(what, "a LEFT JOIN of two streams",
-						 "The NULL-extended rows of a LEFT JOIN of two streams are maintained in continuous views only.",
-						 "Use an inner join, or a continuous view.");
 		*left_on = conjuncts(j->quals);
 		return;
 	}

@@ -218,7 +218,7 @@ sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 
 		/* a LEFT JOIN: a batch of b makes pairs only (query/sjoin_left.c) */
 		if (is_left)
-			plan->extra_batch_qual = sjoin_left_pairs_qual(plan, &ub);
+			plan->extra_batch_qual = sjoin_left_qual(plan->query, &ub, SJOIN_QUAL_PAIRS);
 
 		sql = dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
 			cv_maintain_sql(plan, mq, CV_NEW_ROWS);
@@ -440,15 +440,24 @@ sjoin_view_units(SeBatchEntry *parent, Oid streamid, List **own)
 }
 
 char *
-sjoin_transform_select(SeBatchEntry *entry, Oid transform, Oid relid)
+sjoin_transform_select(SeBatchEntry *entry, Oid transform, Oid relid, LeftJoinEntry **left)
 {
 	List	   *joins = catalog_stream_joins(InvalidOid, transform, entry->cxt);
 	StreamJoinEntry *sj;
 	MemoryContext old;
 
+	*left = NULL;
 	if (joins == NIL)
 		return NULL;
 	sj = linitial(joins);
+	/* a LEFT JOIN (query/sjoin_left.c): its closing statements too */
+	if (sj->left && (relid == sj->left_stream || relid == sj->right_stream))
+	{
+		*left = MemoryContextAllocZero(entry->cxt, sizeof(LeftJoinEntry));
+		if (!catalog_left_join(transform, *left, entry->cxt))
+			elog(ERROR, "stream_ext: LEFT JOIN %u has no row in stream_ext.stream_left_joins",
+				 transform);
+	}
 	if (relid == sj->left_stream)
 	{
 		entry->sjoin_side = SJOIN_LEFT;

@@ -13,6 +13,7 @@
 #include "nodes/parsenodes.h"
 #include "utils/timestamp.h"
 
+#include "core/catalog.h"
 #include "maintain/trigger.h"
 #include "query/analyze.h"
 #include "query/sjoin_window.h"
@@ -63,9 +64,11 @@ extern List *sjoin_view_units(SeBatchEntry *parent, Oid streamid, List **own);
 /*
  * transform_load() of a trigger on the second stream of a join: the
  * SELECT of its batches (in entry->cxt), or NULL if relid is no side of
- * the transform's join.  Sets entry->sjoin_side.
+ * the transform's join.  Sets entry->sjoin_side, and *left to the
+ * statements of a LEFT JOIN (query/sjoin_left.c; else NULL).
  */
-extern char *sjoin_transform_select(SeBatchEntry *entry, Oid transform, Oid relid);
+extern char *sjoin_transform_select(SeBatchEntry *entry, Oid transform, Oid relid,
+									LeftJoinEntry **left);
 
 /*
  * Run an entry's kept plans (no parameters, each an INSERT) for a batch of
