@@ -15,6 +15,12 @@ CREATE VIEW orders_shipped WITH (continuous, allowed_lateness = '1 minute') AS
     FROM orders o LEFT JOIN ships s
       ON o.k = s.k AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes'
    GROUP BY o.k;
+-- a transform: each pair once, and each order without a shipment once its
+-- window has closed (no allowed_lateness: the watermark is the newest time)
+CREATE VIEW order_events WITH (continuous) AS
+  SELECT o.k, o.qty, s.w, o.ts AS ots, s.ts AS sts
+    FROM orders o LEFT JOIN ships s
+      ON o.k = s.k AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes';
 INSERT INTO orders VALUES (1, 10, '2024-01-01 10:00'), (2, 20, '2024-01-01 10:00');
 INSERT INTO ships VALUES (1, 7, '2024-01-01 10:02');
 -- order 1 has its shipment; order 2's window is open until the watermark
@@ -51,6 +57,10 @@ SELECT o.k, count(*) AS rows, count(s.w) AS shipments
     OR o.ts + interval '5 minutes' < (SELECT max_time - allowed_lateness FROM stream_ext.stream_left_joins
                                        WHERE object = 'orders_shipped'::regclass)
  GROUP BY o.k ORDER BY o.k;
+-- the transform's rows: order 2's NULL row came at 10:06 there
+SELECT * FROM order_events ORDER BY k, sts;
+SELECT object, max_time - allowed_lateness AS watermark, late_pairs
+  FROM stream_ext.stream_left_joins ORDER BY object::text;
 -- stream_ext.explain() binds the watermark
 SELECT line FROM stream_ext.explain('orders_shipped') AS line WHERE line LIKE 'Watermark%';
 -- a batch of the second stream with NULL times only: the watermark stays
@@ -150,7 +160,7 @@ REVOKE CREATE ON SCHEMA public FROM lr_owner;
 DROP ROLE lr_owner;
 
 -- ---- DROP: the catalog rows go with the view --------------------------------
-DROP VIEW orders_shipped, lr_ok;
+DROP VIEW orders_shipped, order_events, lr_ok;
 SELECT count(*) AS join_rows FROM stream_ext.stream_joins;
 SELECT count(*) AS left_rows FROM stream_ext.stream_left_joins;
 INSERT INTO ships VALUES (1, 1, now());

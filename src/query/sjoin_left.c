@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * sjoin_left.c
- *	  LEFT JOIN of two streams in a continuous view (docs/joins.md):
+ *	  LEFT JOIN of two streams in a continuous view or transform
+ *	  (docs/joins.md):
  *
  *		FROM a LEFT JOIN b ON a.k = b.k
  *		 AND b.ts BETWEEN a.ts - interval '5 minutes' AND a.ts + interval '5 minutes'
@@ -39,6 +40,9 @@
  *	  had passed it already when it arrived, in its own batch -- the lock
  *	  orders the two.  A rolled-back batch takes its pairs, NULL rows and
  *	  watermark with it.
+ *
+ *	  A transform (ddl/create_transform.c) has the same statements over its
+ *	  SELECT: its NULL rows are output rows; allowed_lateness is 0.
  *
  *	  Rows of a must be retained until they close: retention deletes rows
  *	  by arrival, so a stalled b (W not advancing) lets rows of a go before

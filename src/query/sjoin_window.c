@@ -2,8 +2,8 @@
  *
  * sjoin_window.c
  *	  What a join of two streams must be (query/stream_joins.c has the
- *	  rest): two different streams, joined by inner joins (or, in a view,
- *	  FROM a LEFT JOIN b alone: query/sjoin_left.c), and bounded in
+ *	  rest): two different streams, joined by inner joins (or FROM a LEFT
+ *	  JOIN b alone: query/sjoin_left.c), and bounded in
  *	  time both ways -- the second stream's time within an interval of the
  *	  first's.  The largest distance the bounds allow is the join's window,
  *	  which both streams must retain rows for.  Called by joins_check_from()
@@ -76,8 +76,8 @@ conjuncts(Node *qual)
 
 /*
  * Outer joins touching the second stream are refused, but for the LEFT
- * JOIN of a continuous view that joins the two streams alone (FROM a LEFT
- * JOIN b ON ...: query/sjoin_left.c), whose ON quals go to *left_on; every
+ * JOIN of the two streams alone (FROM a LEFT JOIN b ON ...:
+ * query/sjoin_left.c), whose ON quals go to *left_on; every
  * qual of inner joins goes to *quals.
  */
 static void

@@ -15,7 +15,7 @@
 /*
  * From joins_check_from(): q's FROM joins stream rti 1 and stream
  * right_rti.  Refuses what cannot be maintained (a self-join, outer joins
- * of the two streams but a view's FROM a LEFT JOIN b ON ..., no time window
+ * of the two streams but FROM a LEFT JOIN b ON ..., no time window
  * bounding the join both ways, a stream that retains no rows) with 0A000.
  */
 extern void sjoin_check_from(Query *q, Index right_rti, const char *querytext,

@@ -50,8 +50,8 @@
  *
  *	  What is refused (0A000), by query/sjoin_window.c, which also finds the
  *	  window: a stream joined to itself, outer joins of the two streams but
- *	  the LEFT JOIN of a view (query/sjoin_left.c: its rows without a match
- *	  are emitted when their window closes), more than two streams, joins
+ *	  FROM a LEFT JOIN b (query/sjoin_left.c: rows without a match are
+ *	  emitted when their window closes), more than two streams, joins
  *	  without a bounded time window.
  *
  *-------------------------------------------------------------------------
