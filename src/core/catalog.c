@@ -475,6 +475,21 @@ catalog_insert_stream(Oid relid, bool retain)
 					  relid, CATALOG_WRITE | CATALOG_AS_OWNER);
 }
 
+/* the elements of a text[] datum, as a List of C strings */
+static List *
+text_array_to_list(Datum array)
+{
+	List	   *result = NIL;
+	Datum	   *elems;
+	int			nelems;
+
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		result = lappend(result, TextDatumGetCString(elems[i]));
+	return result;
+}
+
 static Datum
 text_list_to_array(List *list)
 {
@@ -1543,18 +1558,12 @@ row_stream_join(HeapTuple tup, TupleDesc desc, void *arg)
 	List	  **result = arg;
 	StreamJoinEntry *entry = palloc0(sizeof(StreamJoinEntry));
 	bool		isnull;
-	Datum	   *elems;
-	int			nelems;
 
 	entry->object = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 	entry->left_stream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 	entry->right_stream = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
 	entry->right_sql = SPI_getvalue(tup, desc, 4);
-	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull)),
-					  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &nelems);
-	for (int i = 0; i < nelems; i++)
-		entry->right_distinct_sql = lappend(entry->right_distinct_sql,
-											TextDatumGetCString(elems[i]));
+	entry->right_distinct_sql = text_array_to_list(SPI_getbinval(tup, desc, 5, &isnull));
 	entry->transform = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	entry->window = *DatumGetIntervalP(SPI_getbinval(tup, desc, 7, &isnull));
 	entry->retain = *DatumGetIntervalP(SPI_getbinval(tup, desc, 8, &isnull));
@@ -1628,15 +1637,9 @@ row_left_join(HeapTuple tup, TupleDesc desc, void *arg)
 {
 	LeftJoinEntry *entry = arg;
 	bool		isnull;
-	Datum	   *elems;
-	int			nelems;
 
 	entry->close_sql = SPI_getvalue(tup, desc, 1);
-	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull)),
-					  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &nelems);
-	for (int i = 0; i < nelems; i++)
-		entry->close_distinct_sql = lappend(entry->close_distinct_sql,
-											TextDatumGetCString(elems[i]));
+	entry->close_distinct_sql = text_array_to_list(SPI_getbinval(tup, desc, 2, &isnull));
 	entry->late_sql = SPI_getvalue(tup, desc, 3);
 	entry->max_sql = SPI_getvalue(tup, desc, 4);
 }

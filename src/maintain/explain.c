@@ -112,6 +112,7 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	char	   *shared;
 	int			others;
 	LeftJoinEntry left;
+	bool		is_left;
 
 	if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
 		ereport(ERROR,
@@ -152,26 +153,20 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 	 */
 	has_watermark = lateness_lookup(viewid, CurrentMemoryContext) != NULL;
 	/* a LEFT JOIN of two streams: its own watermark (query/sjoin_left.c) */
-	if (!has_watermark && catalog_left_join(viewid, &left, CurrentMemoryContext))
+	is_left = !has_watermark && catalog_left_join(viewid, &left, CurrentMemoryContext);
+	if (has_watermark || is_left)
 	{
 		MemoryContext old;
 
+		watermark = TimestampTzGetDatum(is_left ?
+										catalog_left_join_watermark(viewid, &watermark_isnull) :
+										lateness_peek_watermark(viewid, &watermark_isnull));
 		has_watermark = true;
-		watermark = TimestampTzGetDatum(catalog_left_join_watermark(viewid, &watermark_isnull));
 		old = MemoryContextSwitchTo(outcxt);
-		put_line(rsinfo, psprintf("Watermark ($1) of the LEFT JOIN: %s",
-								  watermark_isnull ? "none yet (no time of the second stream seen)" :
-								  timestamptz_to_str(DatumGetTimestampTz(watermark))));
-		MemoryContextSwitchTo(old);
-	}
-	else if (has_watermark)
-	{
-		MemoryContext old;
-
-		watermark = TimestampTzGetDatum(lateness_peek_watermark(viewid, &watermark_isnull));
-		old = MemoryContextSwitchTo(outcxt);
-		put_line(rsinfo, psprintf("Watermark ($1): %s",
-								  watermark_isnull ? "none yet (no event time seen)" :
+		put_line(rsinfo, psprintf("Watermark ($1)%s: %s", is_left ? " of the LEFT JOIN" : "",
+								  watermark_isnull ?
+								  (is_left ? "none yet (no time of the second stream seen)" :
+								   "none yet (no event time seen)") :
 								  timestamptz_to_str(DatumGetTimestampTz(watermark))));
 		MemoryContextSwitchTo(old);
 	}

@@ -154,48 +154,6 @@ sjoin_left_prepare(CVPlan *plan, LatenessSpec *lateness)
 }
 
 /*
- * The per-batch statements of plan with extra_batch_qual qual and both
- * streams read from their tables (no batch rti): the main one into the
- * delta dq (or the materialization mq), then one per count(DISTINCT).
- */
-static List *
-statements_over_tables(CVPlan *plan, const char *qual, const char *mq, const char *dq,
-					   List *auxrels)
-{
-	const char *saved = plan->extra_batch_qual;
-	Index		old = joins_set_batch_rti(0);
-	List	   *result = NIL;
-
-	PG_TRY();
-	{
-		ListCell   *lc;
-		ListCell   *la = list_head(auxrels);
-
-		plan->extra_batch_qual = qual;
-		result = lappend(result, dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
-						 cv_maintain_sql(plan, mq, CV_NEW_ROWS));
-		foreach(lc, plan->aggs)
-		{
-			CVAgg	   *agg = lfirst(lc);
-
-			if (!agg->is_distinct)
-				continue;
-			result = lappend(result,
-							 cv_distinct_sql(plan, agg, mq, se_qualified_relname(lfirst_oid(la)),
-											 CV_NEW_ROWS, dq));
-			la = lnext(auxrels, la);
-		}
-	}
-	PG_FINALLY();
-	{
-		joins_set_batch_rti(old);
-		plan->extra_batch_qual = saved;
-	}
-	PG_END_TRY();
-	return result;
-}
-
-/*
  * The statements of a LEFT JOIN that are not the maintenance of a batch:
  * its refused pairs and its time, and its row in stream_left_joins with
  * the watermark of the rows the second stream holds now (locked by
@@ -258,7 +216,7 @@ sjoin_left_create(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 				  List *auxrels, SJoinUpperBound *ub, Interval *lateness)
 {
 	record_left(plan->query, viewid, ub, lateness,
-				statements_over_tables(plan, sjoin_left_qual(plan->query, ub, SJOIN_QUAL_CLOSE),
+				sjoin_batch_statements(plan, 0, sjoin_left_qual(plan->query, ub, SJOIN_QUAL_CLOSE),
 									   mq, dq, auxrels));
 }
 
@@ -275,7 +233,7 @@ sjoin_left_backfill_sql(CVPlan *plan, Oid viewid, const char *mq, List *auxrels)
 
 	if (!sjoin_left_bound(plan->query, &ub))
 		return NIL;
-	return statements_over_tables(plan, sjoin_left_backfill_qual(plan->query, &ub, viewid),
+	return sjoin_batch_statements(plan, 0, sjoin_left_backfill_qual(plan->query, &ub, viewid),
 								  mq, NULL, auxrels);
 }
 

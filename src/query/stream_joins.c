@@ -120,23 +120,17 @@ check_retention(Oid left, Oid right, Interval *window, Interval *lateness)
 		{
 			char	   *w = DatumGetCString(DirectFunctionCall1(interval_out,
 																IntervalPGetDatum(need)));
+			char	   *r = DatumGetCString(DirectFunctionCall1(interval_out, s->retention));
 
-			if (lateness)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("stream \"%s\" retains its rows for %s, less than the LEFT JOIN's window plus allowed_lateness, %s",
-								get_rel_name(s->relid),
-								DatumGetCString(DirectFunctionCall1(interval_out, s->retention)),
-								w),
-						 errdetail("A row of the first stream is NULL-extended when its window closes, allowed_lateness after the window: both streams' rows must be kept that long."),
-						 errhint("Raise it with SELECT stream_ext.set_retention('%s', '%s'), or narrow the window.",
-								 s->qualname, w)));
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 lateness ?
+					 errmsg("stream \"%s\" retains its rows for %s, less than the LEFT JOIN's window plus allowed_lateness, %s",
+							get_rel_name(s->relid), r, w) :
 					 errmsg("stream \"%s\" retains its rows for %s, less than the join's window of %s",
-							get_rel_name(s->relid),
-							DatumGetCString(DirectFunctionCall1(interval_out, s->retention)),
-							w),
+							get_rel_name(s->relid), r, w),
+					 lateness ?
+					 errdetail("A row of the first stream is NULL-extended when its window closes, allowed_lateness after the window: both streams' rows must be kept that long.") :
 					 errdetail("A batch of one stream is joined with the rows the other still holds: rows must be kept at least as long as the window."),
 					 errhint("Raise it with SELECT stream_ext.set_retention('%s', '%s'), or narrow the window.",
 							 s->qualname, w)));
@@ -195,6 +189,43 @@ create_common(Query *q, Oid *left, Oid *right, Interval *lateness)
 	return window;
 }
 
+List *
+sjoin_batch_statements(CVPlan *plan, Index batch_rti, const char *qual, const char *mq,
+					   const char *dq, List *auxrels)
+{
+	const char *saved = plan->extra_batch_qual;
+	Index		old = joins_set_batch_rti(batch_rti);
+	List	   *result = NIL;
+
+	PG_TRY();
+	{
+		ListCell   *lc;
+		ListCell   *la = list_head(auxrels);
+
+		plan->extra_batch_qual = qual;
+		result = lappend(result, dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
+						 cv_maintain_sql(plan, mq, CV_NEW_ROWS));
+		foreach(lc, plan->aggs)
+		{
+			CVAgg	   *agg = lfirst(lc);
+
+			if (!agg->is_distinct)
+				continue;
+			result = lappend(result,
+							 cv_distinct_sql(plan, agg, mq, se_qualified_relname(lfirst_oid(la)),
+											 CV_NEW_ROWS, dq));
+			la = lnext(auxrels, la);
+		}
+	}
+	PG_FINALLY();
+	{
+		joins_set_batch_rti(old);
+		plan->extra_batch_qual = saved;
+	}
+	PG_END_TRY();
+	return result;
+}
+
 void
 sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 				  List *auxrels, Interval *lateness)
@@ -206,41 +237,14 @@ sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 	bool		is_left = sjoin_left_bound(plan->query, &ub);
 	Interval   *window = create_common(plan->query, &left, &right,
 									   is_left ? (lateness ? lateness : &zero) : NULL);
-	Index		old = joins_set_batch_rti(sjoin_right_rti(plan->query));
-	const char *saved = plan->extra_batch_qual;
-	char	   *sql = NULL;
-	List	   *distinct = NIL;
+	/* a LEFT JOIN: a batch of b makes pairs only (query/sjoin_left.c) */
+	List	   *sql = sjoin_batch_statements(plan, sjoin_right_rti(plan->query),
+											 is_left ? sjoin_left_qual(plan->query, &ub, SJOIN_QUAL_PAIRS) :
+											 plan->extra_batch_qual,
+											 mq, dq, auxrels);
 
-	PG_TRY();
-	{
-		ListCell   *lc;
-		ListCell   *la = list_head(auxrels);
-
-		/* a LEFT JOIN: a batch of b makes pairs only (query/sjoin_left.c) */
-		if (is_left)
-			plan->extra_batch_qual = sjoin_left_qual(plan->query, &ub, SJOIN_QUAL_PAIRS);
-
-		sql = dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
-			cv_maintain_sql(plan, mq, CV_NEW_ROWS);
-		foreach(lc, plan->aggs)
-		{
-			CVAgg	   *agg = lfirst(lc);
-
-			if (!agg->is_distinct)
-				continue;
-			distinct = lappend(distinct,
-							   cv_distinct_sql(plan, agg, mq, se_qualified_relname(lfirst_oid(la)),
-											   CV_NEW_ROWS, dq));
-			la = lnext(auxrels, la);
-		}
-	}
-	PG_FINALLY();
-	{
-		joins_set_batch_rti(old);
-		plan->extra_batch_qual = saved;
-	}
-	PG_END_TRY();
-	catalog_insert_stream_join(viewid, left, right, window, sql, distinct);
+	catalog_insert_stream_join(viewid, left, right, window, linitial(sql),
+							   list_copy_tail(sql, 1));
 	if (is_left)
 		sjoin_left_create(plan, viewid, mq, dq, auxrels, &ub, lateness);
 }

@@ -40,6 +40,16 @@ extern void sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq,
 							  const char *dq, List *auxrels, Interval *lateness);
 
 /*
+ * The statements of a view's batch with range-table entry batch_rti read
+ * from the batch (0: none, both streams from their tables) and qual
+ * ANDed to their WHERE (plan->extra_batch_qual's way): the main one into
+ * the delta dq (or the materialization mq), then one per count(DISTINCT)
+ * (auxrels: their side tables, in plan->aggs' order).
+ */
+extern List *sjoin_batch_statements(CVPlan *plan, Index batch_rti, const char *qual,
+									const char *mq, const char *dq, List *auxrels);
+
+/*
  * The same for a continuous transform: right_select is its SELECT over a
  * batch of the second stream (made with joins_set_batch_rti()).  The
  * second stream's trigger, stream_ext.transform(vq), is made by
