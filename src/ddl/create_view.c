@@ -576,6 +576,14 @@ create_record(ViewBuild *cv)
 						OidIsValid(cv->rollup.upstream) ? cv->rollup.updelta : cv->plan.streamid,
 						obj->matrelid, obj->auxids,
 						cv->definition, cv->maintain_sql, cv->distinct_sql);
+	/*
+	 * A join of two streams: its second stream's statements (query/
+	 * stream_joins.c), recorded before the unused triggers go, so that the
+	 * second stream's trigger is not taken for unused
+	 */
+	if (OidIsValid(sjoin_right_stream(cv->plan.query)))
+		sjoin_create_view(&cv->plan, obj->viewid, obj->mq, obj->dq, obj->auxids,
+						  cv->opts.lateness.lateness);
 	/* a replaced view's old stream may have no view left */
 	if (cv->replace.replacing)
 		ddl_drop_unused_views_triggers();
@@ -583,10 +591,6 @@ create_record(ViewBuild *cv)
 		catalog_set_delta(obj->viewid, obj->deltaid,
 						  cv_compact_sql(&cv->plan, obj->mq, obj->dq));
 	view_options_record(&cv->opts, obj);
-	/* a join of two streams: its second stream's statements (query/stream_joins.c) */
-	if (OidIsValid(sjoin_right_stream(cv->plan.query)))
-		sjoin_create_view(&cv->plan, obj->viewid, obj->mq, obj->dq, obj->auxids,
-						  cv->opts.lateness.lateness);
 }
 
 /* phase 5: start from what the stream already holds (or a Kafka replay) */
