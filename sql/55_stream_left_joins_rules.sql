@@ -165,3 +165,31 @@ SELECT count(*) AS join_rows FROM stream_ext.stream_joins;
 SELECT count(*) AS left_rows FROM stream_ext.stream_left_joins;
 INSERT INTO ships VALUES (1, 1, now());
 INSERT INTO orders VALUES (1, 1, now());
+
+-- ---- CREATE OR REPLACE keeps the second stream's trigger --------------------
+-- (the only join on that stream: it was taken for unused and dropped)
+SELECT stream_ext.create_stream('lr_o', 'k int, ts timestamptz');
+SELECT stream_ext.create_stream('lr_s', 'k int, ts timestamptz');
+CREATE VIEW lr_repl WITH (continuous) AS
+  SELECT o.k, count(*) AS n, count(s.k) AS m FROM lr_o o LEFT JOIN lr_s s
+      ON o.k = s.k AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes'
+   GROUP BY o.k;
+CREATE OR REPLACE VIEW lr_repl WITH (continuous, allowed_lateness = '1 minute') AS
+  SELECT o.k, count(*) AS n, count(s.k) AS m FROM lr_o o LEFT JOIN lr_s s
+      ON o.k = s.k AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes'
+   GROUP BY o.k;
+SELECT count(*) AS second_stream_triggers FROM pg_trigger
+ WHERE tgrelid = 'lr_s'::regclass AND tgname = 'stream_ext_maintain';
+SELECT allowed_lateness FROM stream_ext.stream_left_joins WHERE object = 'lr_repl'::regclass;
+INSERT INTO lr_o VALUES (1, '2024-01-01 10:00'), (2, '2024-01-01 10:00');
+INSERT INTO lr_s VALUES (1, '2024-01-01 10:01'), (3, '2024-01-01 10:07');
+TABLE lr_repl ORDER BY k;
+-- an inner join replacing it, the same
+CREATE OR REPLACE VIEW lr_repl WITH (continuous) AS
+  SELECT o.k, count(*) AS n, count(s.k) AS m FROM lr_o o JOIN lr_s s
+      ON o.k = s.k AND s.ts BETWEEN o.ts - interval '5 minutes' AND o.ts + interval '5 minutes'
+   GROUP BY o.k;
+SELECT count(*) AS left_rows FROM stream_ext.stream_left_joins WHERE object = 'lr_repl'::regclass;
+INSERT INTO lr_s VALUES (2, '2024-01-01 10:02');
+TABLE lr_repl ORDER BY k;
+DROP VIEW lr_repl;

@@ -69,7 +69,6 @@
 #include "core/util.h"
 #include "query/joins.h"
 #include "query/sjoin_left.h"
-#include "query/stream_joins.h"
 
 /* the SQL of a's row's end of window and of b's time, over s and t<rti> */
 typedef struct LeftTerms
@@ -151,6 +150,43 @@ sjoin_left_prepare(CVPlan *plan, LatenessSpec *lateness)
 	/* the join's own watermark, not the lateness module's */
 	lateness->enabled = false;
 	plan->extra_batch_qual = sjoin_left_qual(plan->query, &ub, SJOIN_QUAL_FIRST);
+}
+
+List *
+sjoin_batch_statements(CVPlan *plan, Index batch_rti, const char *qual, const char *mq,
+					   const char *dq, List *auxrels)
+{
+	const char *saved = plan->extra_batch_qual;
+	Index		old = joins_set_batch_rti(batch_rti);
+	List	   *result = NIL;
+
+	PG_TRY();
+	{
+		ListCell   *lc;
+		ListCell   *la = list_head(auxrels);
+
+		plan->extra_batch_qual = qual;
+		result = lappend(result, dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
+						 cv_maintain_sql(plan, mq, CV_NEW_ROWS));
+		foreach(lc, plan->aggs)
+		{
+			CVAgg	   *agg = lfirst(lc);
+
+			if (!agg->is_distinct)
+				continue;
+			result = lappend(result,
+							 cv_distinct_sql(plan, agg, mq, se_qualified_relname(lfirst_oid(la)),
+											 CV_NEW_ROWS, dq));
+			la = lnext(auxrels, la);
+		}
+	}
+	PG_FINALLY();
+	{
+		joins_set_batch_rti(old);
+		plan->extra_batch_qual = saved;
+	}
+	PG_END_TRY();
+	return result;
 }
 
 /*

@@ -20,6 +20,17 @@
 #include "windows/lateness.h"
 
 /*
+ * The statements of a view's batch with range-table entry batch_rti read
+ * from the batch (0: none, both streams from their tables) and qual
+ * ANDed to their WHERE (plan->extra_batch_qual's way): the main one into
+ * the delta dq (or the materialization mq), then one per count(DISTINCT)
+ * (auxrels: their side tables, in plan->aggs' order).  For the joins of
+ * query/stream_joins.c too.
+ */
+extern List *sjoin_batch_statements(CVPlan *plan, Index batch_rti, const char *qual,
+									const char *mq, const char *dq, List *auxrels);
+
+/*
  * CREATE VIEW, after cv_analyze(): for a LEFT JOIN of two streams, take
  * allowed_lateness (left in *lateness, the lateness module switched off:
  * the join has its own watermark) and make the statements of a batch of

@@ -12,6 +12,14 @@
 #include "nodes/parsenodes.h"
 #include "utils/timestamp.h"
 
+/* which stream's batch an entry maintains (SeBatchEntry.sjoin_side) */
+#define SJOIN_NONE	0
+#define SJOIN_LEFT	1			/* the first stream of FROM */
+#define SJOIN_RIGHT 2			/* the second stream */
+
+/* the objsubid of the join's lock object (query/stream_joins.c's header comment) */
+#define SJOIN_LOCK 0x534a
+
 /*
  * From joins_check_from(): q's FROM joins stream rti 1 and stream
  * right_rti.  Refuses what cannot be maintained (a self-join, outer joins

@@ -189,43 +189,6 @@ create_common(Query *q, Oid *left, Oid *right, Interval *lateness)
 	return window;
 }
 
-List *
-sjoin_batch_statements(CVPlan *plan, Index batch_rti, const char *qual, const char *mq,
-					   const char *dq, List *auxrels)
-{
-	const char *saved = plan->extra_batch_qual;
-	Index		old = joins_set_batch_rti(batch_rti);
-	List	   *result = NIL;
-
-	PG_TRY();
-	{
-		ListCell   *lc;
-		ListCell   *la = list_head(auxrels);
-
-		plan->extra_batch_qual = qual;
-		result = lappend(result, dq ? cv_maintain_append_sql(plan, dq, CV_NEW_ROWS) :
-						 cv_maintain_sql(plan, mq, CV_NEW_ROWS));
-		foreach(lc, plan->aggs)
-		{
-			CVAgg	   *agg = lfirst(lc);
-
-			if (!agg->is_distinct)
-				continue;
-			result = lappend(result,
-							 cv_distinct_sql(plan, agg, mq, se_qualified_relname(lfirst_oid(la)),
-											 CV_NEW_ROWS, dq));
-			la = lnext(auxrels, la);
-		}
-	}
-	PG_FINALLY();
-	{
-		joins_set_batch_rti(old);
-		plan->extra_batch_qual = saved;
-	}
-	PG_END_TRY();
-	return result;
-}
-
 void
 sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq, const char *dq,
 				  List *auxrels, Interval *lateness)

@@ -16,15 +16,9 @@
 #include "core/catalog.h"
 #include "maintain/trigger.h"
 #include "query/analyze.h"
+#include "query/sjoin_left.h"
 #include "query/sjoin_window.h"
 
-/* which stream's batch an entry maintains (SeBatchEntry.sjoin_side) */
-#define SJOIN_NONE	0
-#define SJOIN_LEFT	1			/* the first stream of FROM */
-#define SJOIN_RIGHT 2			/* the second stream */
-
-/* the objsubid of the join's lock object (stream_joins.c's header comment) */
-#define SJOIN_LOCK 0x534a
 
 /*
  * CREATE of a continuous view joining two streams (after its maintenance
@@ -38,16 +32,6 @@
  */
 extern void sjoin_create_view(CVPlan *plan, Oid viewid, const char *mq,
 							  const char *dq, List *auxrels, Interval *lateness);
-
-/*
- * The statements of a view's batch with range-table entry batch_rti read
- * from the batch (0: none, both streams from their tables) and qual
- * ANDed to their WHERE (plan->extra_batch_qual's way): the main one into
- * the delta dq (or the materialization mq), then one per count(DISTINCT)
- * (auxrels: their side tables, in plan->aggs' order).
- */
-extern List *sjoin_batch_statements(CVPlan *plan, Index batch_rti, const char *qual,
-									const char *mq, const char *dq, List *auxrels);
 
 /*
  * The same for a continuous transform: right_select is its SELECT over a
