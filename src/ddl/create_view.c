@@ -352,7 +352,8 @@ create_analyze(ViewBuild *cv, const char *queryString)
 		cv_analyze(rewritten, queryString, cv->stmt->aliases, hop, &cv->plan);
 	}
 	/* a LEFT JOIN of two streams takes allowed_lateness (query/sjoin_left.c) */
-	sjoin_left_prepare(&cv->plan, &opts->lateness);
+	if (!OidIsValid(cv->rollup.upstream))
+		sjoin_left_prepare(&cv->plan, &opts->lateness);
 	if (joins_has_tables(cv->plan.query) &&
 		(opts->session.enabled || opts->lateness.enabled ||
 		 (cv->plan.window && cv->plan.window->kind != CV_WINDOW_TUMBLING) ||
@@ -559,8 +560,12 @@ create_build(ViewBuild *cv)
 		rollup_create_trigger(&cv->rollup, obj->viewid, obj->matrelid, mq);
 	else
 		create_maintenance_trigger(plan->streamid, obj->viewid, obj->matrelid, mq);
-	/* a join of two streams: the second one's trigger too (query/stream_joins.c) */
-	if (OidIsValid(sjoin_right_stream(plan->query)))
+	/*
+	 * a join of two streams: the second one's trigger too (query/
+	 * stream_joins.c); not for a view over a join view (its composed query
+	 * joins the streams, but it is fed by the upstream's delta)
+	 */
+	if (!OidIsValid(cv->rollup.upstream) && OidIsValid(sjoin_right_stream(plan->query)))
 		create_maintenance_trigger(sjoin_right_stream(plan->query), obj->viewid,
 								   obj->matrelid, mq);
 	CommandCounterIncrement();
@@ -581,7 +586,7 @@ create_record(ViewBuild *cv)
 	 * stream_joins.c), recorded before the unused triggers go, so that the
 	 * second stream's trigger is not taken for unused
 	 */
-	if (OidIsValid(sjoin_right_stream(cv->plan.query)))
+	if (!OidIsValid(cv->rollup.upstream) && OidIsValid(sjoin_right_stream(cv->plan.query)))
 		sjoin_create_view(&cv->plan, obj->viewid, obj->mq, obj->dq, obj->auxids,
 						  cv->opts.lateness.lateness);
 	/* a replaced view's old stream may have no view left */
