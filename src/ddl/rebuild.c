@@ -25,7 +25,11 @@
  * visible to the hand-over (stream_ext._xid_visible_in(xmin, handover):
  * the raw xmin, so frozen rows are judged right) among those visible now.
  * Retention does not delete rows of a stream with a rebuild pending
- * (catalog_streams_with_retention()): the backfill still needs them.
+ * (catalog_streams_with_retention()): the backfill still needs them.  A
+ * crash empties the stream (it is unlogged): the rebuild's row in the
+ * unlogged stream_ext.rebuild_sentinels goes with it, and the worker then
+ * abandons the rebuild (state 'failed', shadow dropped, the view as it was)
+ * instead of ending it short.
  *
  * Who may: v's owner (the shadow is created by the caller and must be
  * owned as v is).  What would make the swap fail is refused here: columns
@@ -295,6 +299,11 @@ rebuild_record(Oid viewid, const char *vq, Oid shadowid, Oid streamid,
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	rc = SPI_execute_snapshot(plan, args, nulls, GetLatestSnapshot(), InvalidSnapshot,
 							  false, true, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "stream_ext: could not record the rebuild: %s", SPI_result_code_string(rc));
+	/* gone after a crash, as the stream's rows (rebuild_worker.c) */
+	rc = SPI_execute_with_args("INSERT INTO stream_ext.rebuild_sentinels VALUES ($1) "
+							   "ON CONFLICT DO NOTHING", 1, argtypes, args, NULL, false, 0);
 	se_restore(&ra);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: could not record the rebuild: %s", SPI_result_code_string(rc));

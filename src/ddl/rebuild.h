@@ -41,5 +41,6 @@ extern void rebuild_launch_running(Oid dboid);
 /* rebuild_finish.c */
 extern bool rebuild_swap(Oid original, bool must);
 extern bool rebuild_cancel(Oid viewid);
+extern void rebuild_abandon(Oid original, Oid viewid, Oid shadowid, const char *reason);
 
 #endif							/* STREAM_EXT_DDL_REBUILD_H */

@@ -289,6 +289,32 @@ rebuild_cancel(Oid viewid)
 	return true;
 }
 
+/*
+ * The backfill of the rebuild of original cannot end exact (a crash emptied
+ * the stream): drop its shadow, state 'failed' with reason.  The caller
+ * holds its row.
+ */
+void
+rebuild_abandon(Oid original, Oid viewid, Oid shadowid, const char *reason)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2] = {ObjectIdGetDatum(original), CStringGetTextDatum(reason)};
+
+	SPI_connect();
+	LockRelationOid(shadowid, AccessExclusiveLock);
+	if (relation_exists(shadowid))
+		drop_shadow(shadowid, viewid);
+	catalog_run("UPDATE stream_ext.rebuilds SET state = 'failed', last_error = $2, "
+				"updated_at = pg_catalog.now(), finished_at = pg_catalog.now() WHERE original = $1",
+				2, argtypes, args, SPI_OK_UPDATE);
+	SPI_finish();
+	ereport(WARNING,
+			(errmsg("stream_ext: rebuild of continuous view \"%s\" abandoned: %s",
+					get_rel_name(viewid), reason),
+			 errdetail("The view is as it was before CREATE OR REPLACE, and maintained."),
+			 errhint("Run CREATE OR REPLACE again.")));
+}
+
 /* the caller must own continuous view viewid */
 static void
 check_owner(Oid viewid)

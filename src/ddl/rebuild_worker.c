@@ -19,9 +19,12 @@
  *	4. next_block and rows_done stored in the row;
  *	5. commit.
  *
- * The stored next_block is the only truth: after an error, a restart or a
- * crash (kill -9 included) the worker starts again from it, so every row is
- * folded in once.  When next_block reaches the hand-over's end the row
+ * The stored next_block is the only truth: after an error or a restart
+ * the worker starts again from it, so every row is folded in once.  A
+ * crash (kill -9 included) empties the stream, an unlogged table: the rows
+ * not yet folded in are lost, so the rebuild is abandoned -- its shadow
+ * dropped, state 'failed', the view as it was and maintained -- which the
+ * unlogged stream_ext.rebuild_sentinels tells (its row is gone too).  When next_block reaches the hand-over's end the row
  * says 'ready' in the last batch's transaction, and unless the rebuild
  * was made with stream_ext.backfill_auto_swap = off the worker swaps the
  * shadow in.
@@ -43,6 +46,7 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/pmsignal.h"
 #include "storage/itemptr.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
@@ -236,6 +240,16 @@ apply_batch(void)
 		commit_xact();
 		return NULL;
 	}
+	/* a crash emptied the stream since CREATE OR REPLACE: no exact end */
+	catalog_exec("SELECT 1 FROM stream_ext.rebuild_sentinels WHERE original = $1",
+				 1, argtypes, args, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		rebuild_abandon(W.args.original, viewid, shadowid,
+						"a crash emptied the stream (unlogged) before its backfill was complete");
+		commit_xact();
+		return NULL;
+	}
 	owner = se_relation_owner(shadowid);
 	if (W.viewname == NULL)
 	{
@@ -338,10 +352,13 @@ stream_ext_rebuild_worker_main(Datum main_arg)
 			do
 			{
 				CHECK_FOR_INTERRUPTS();
+				/* orphaned by a crash: no more batches in its shared memory */
+				if (!PostmasterIsAlive())
+					proc_exit(1);
 				state = apply_batch();
 				W.backoff_ms = 0;
 			} while (state != NULL && strcmp(state, "running") == 0);
-			if (state != NULL && W.auto_swap)
+			if (state != NULL && W.auto_swap && PostmasterIsAlive())
 				swap();
 			finished = true;
 		}

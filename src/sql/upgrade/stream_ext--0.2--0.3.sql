@@ -637,6 +637,13 @@ CREATE TABLE stream_ext.rebuilds (
 CREATE INDEX ON stream_ext.rebuilds (original);
 GRANT SELECT ON stream_ext.rebuilds TO PUBLIC;
 
+-- One row per rebuild, unlogged like the streams: a crash empties both, so
+-- a rebuild whose row is gone has lost the stream rows its backfill still
+-- needed (ddl/rebuild_worker.c abandons it).
+CREATE UNLOGGED TABLE stream_ext.rebuild_sentinels (
+    original      oid PRIMARY KEY
+);
+
 -- Is a row whose xmin is xid visible to snapshot snap (a hand-over)?  The
 -- 32-bit xid is widened with the current epoch, as PostgreSQL's own
 -- functions do; frozen rows keep their raw xmin.
