@@ -39,6 +39,8 @@ extern void rebuild_launch(Oid dboid, Oid original, TransactionId wait_xid);
 extern void rebuild_launch_running(Oid dboid);
 
 /* rebuild_finish.c */
+extern void rebuild_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *args,
+								 int expected);
 extern bool rebuild_swap(Oid original, bool must);
 extern bool rebuild_cancel(Oid viewid);
 extern void rebuild_abandon(Oid original, Oid viewid, Oid shadowid, const char *reason);

@@ -63,8 +63,8 @@ PG_FUNCTION_INFO_V1(stream_ext_cancel_backfill_or_rebuild);
 extern PGDLLEXPORT Datum stream_ext_cancel_backfill(PG_FUNCTION_ARGS);
 
 /* a statement on stream_ext's catalog, as its owner; SPI is connected */
-static void
-catalog_run(const char *sql, int nargs, Oid *argtypes, Datum *args, int expected)
+void
+rebuild_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *args, int expected)
 {
 	SeRunAs		ra;
 	int			rc;
@@ -151,7 +151,7 @@ rebuild_swap(Oid original, bool must)
 
 	SPI_connect();
 	args[0] = ObjectIdGetDatum(original);
-	catalog_run("SELECT r.view::pg_catalog.oid, r.shadow::pg_catalog.oid, r.stream::pg_catalog.oid, "
+	rebuild_catalog_exec("SELECT r.view::pg_catalog.oid, r.shadow::pg_catalog.oid, r.stream::pg_catalog.oid, "
 				"r.state, r.view_sql, v.timezone "
 				"FROM stream_ext.rebuilds r LEFT JOIN stream_ext.view_catalog v ON v.view = r.shadow "
 				"WHERE r.original = $1 FOR UPDATE OF r",
@@ -204,7 +204,7 @@ rebuild_swap(Oid original, bool must)
 						get_rel_name(viewid)),
 				 errhint("Cancel the rebuild (stream_ext.cancel_backfill()) and replace the view again.")));
 	args[0] = ObjectIdGetDatum(shadowid);
-	catalog_run("SELECT reason FROM stream_ext.invalid_objects WHERE object = $1::pg_catalog.regclass",
+	rebuild_catalog_exec("SELECT reason FROM stream_ext.invalid_objects WHERE object = $1::pg_catalog.regclass",
 				1, argtypes, args, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		ereport(ERROR,
@@ -232,7 +232,7 @@ rebuild_swap(Oid original, bool must)
 	/* the shadow's catalog row and parts are the view's now */
 	args[0] = ObjectIdGetDatum(shadowid);
 	args[1] = ObjectIdGetDatum(newid);
-	catalog_run("UPDATE stream_ext.view_catalog SET view = $2::pg_catalog.regclass "
+	rebuild_catalog_exec("UPDATE stream_ext.view_catalog SET view = $2::pg_catalog.regclass "
 				"WHERE view = $1::pg_catalog.regclass", 2, argtypes, args, SPI_OK_UPDATE);
 	CommandCounterIncrement();
 	replace_move_parts(shadowid, newid);
@@ -245,7 +245,7 @@ rebuild_swap(Oid original, bool must)
 	CacheInvalidateRelcacheByRelid(streamid);
 
 	args[0] = ObjectIdGetDatum(original);
-	catalog_run("UPDATE stream_ext.rebuilds SET view = $2::pg_catalog.regclass, state = 'done', "
+	rebuild_catalog_exec("UPDATE stream_ext.rebuilds SET view = $2::pg_catalog.regclass, state = 'done', "
 				"last_error = NULL, updated_at = pg_catalog.now(), finished_at = pg_catalog.now() "
 				"WHERE original = $1", 2, argtypes, args, SPI_OK_UPDATE);
 	SPI_finish();
@@ -269,7 +269,7 @@ rebuild_cancel(Oid viewid)
 	if (!rebuild_catalog_exists())
 		return false;
 	SPI_connect();
-	catalog_run("SELECT shadow::pg_catalog.oid FROM stream_ext.rebuilds "
+	rebuild_catalog_exec("SELECT shadow::pg_catalog.oid FROM stream_ext.rebuilds "
 				"WHERE view = $1::pg_catalog.regclass AND state IN ('running', 'ready') FOR UPDATE",
 				1, argtypes, args, SPI_OK_SELECT);
 	if (SPI_processed == 0)
@@ -282,7 +282,7 @@ rebuild_cancel(Oid viewid)
 	LockRelationOid(shadowid, AccessExclusiveLock);
 	if (relation_exists(shadowid))
 		drop_shadow(shadowid, viewid);
-	catalog_run("UPDATE stream_ext.rebuilds SET state = 'cancelled', updated_at = pg_catalog.now(), "
+	rebuild_catalog_exec("UPDATE stream_ext.rebuilds SET state = 'cancelled', updated_at = pg_catalog.now(), "
 				"finished_at = pg_catalog.now() WHERE view = $1::pg_catalog.regclass",
 				1, argtypes, args, SPI_OK_UPDATE);
 	SPI_finish();
@@ -304,7 +304,7 @@ rebuild_abandon(Oid original, Oid viewid, Oid shadowid, const char *reason)
 	LockRelationOid(shadowid, AccessExclusiveLock);
 	if (relation_exists(shadowid))
 		drop_shadow(shadowid, viewid);
-	catalog_run("UPDATE stream_ext.rebuilds SET state = 'failed', last_error = $2, "
+	rebuild_catalog_exec("UPDATE stream_ext.rebuilds SET state = 'failed', last_error = $2, "
 				"updated_at = pg_catalog.now(), finished_at = pg_catalog.now() WHERE original = $1",
 				2, argtypes, args, SPI_OK_UPDATE);
 	SPI_finish();
@@ -341,7 +341,7 @@ stream_ext_swap_backfill(PG_FUNCTION_ARGS)
 	if (!rebuild_catalog_exists())
 		PG_RETURN_BOOL(false);
 	SPI_connect();
-	catalog_run("SELECT original FROM stream_ext.rebuilds WHERE view = $1::pg_catalog.regclass",
+	rebuild_catalog_exec("SELECT original FROM stream_ext.rebuilds WHERE view = $1::pg_catalog.regclass",
 				1, argtypes, args, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		original = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],

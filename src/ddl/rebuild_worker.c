@@ -99,21 +99,6 @@ commit_xact(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
-/* a statement on stream_ext's catalog, as its owner */
-static void
-catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *args, int expected)
-{
-	SeRunAs		ra;
-	int			rc;
-
-	se_run_as_catalog_owner(&ra);
-	rc = SPI_execute_with_args(sql, nargs, argtypes, args, NULL, false, 0);
-	se_restore(&ra);
-	if (rc != expected)
-		elog(ERROR, "stream_ext: rebuild catalog statement failed: %s",
-			 SPI_result_code_string(rc));
-}
-
 /* after a failed attempt: show its error in backfill_progress */
 static void
 record_error(const char *error)
@@ -124,7 +109,7 @@ record_error(const char *error)
 	begin_xact();
 	args[0] = ObjectIdGetDatum(W.args.original);
 	args[1] = CStringGetTextDatum(error);
-	catalog_exec("UPDATE stream_ext.rebuilds SET last_error = $2, updated_at = pg_catalog.now() "
+	rebuild_catalog_exec("UPDATE stream_ext.rebuilds SET last_error = $2, updated_at = pg_catalog.now() "
 				 "WHERE original = $1 AND state IN ('running', 'ready')",
 				 2, argtypes, args, SPI_OK_UPDATE);
 	commit_xact();
@@ -185,7 +170,7 @@ apply_batch(void)
 
 	begin_xact();
 	args[0] = ObjectIdGetDatum(W.args.original);
-	catalog_exec("SELECT r.state, r.view::pg_catalog.oid, r.shadow::pg_catalog.oid, "
+	rebuild_catalog_exec("SELECT r.state, r.view::pg_catalog.oid, r.shadow::pg_catalog.oid, "
 				 "r.stream::pg_catalog.oid, r.end_block, r.next_block, r.handover, "
 				 "r.backfill_sql, r.distinct_sql, r.count_sql, v.timezone, "
 				 "r.auto_swap, r.batch_blocks "
@@ -235,13 +220,13 @@ apply_batch(void)
 	if (timezone == NULL || !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(shadowid)) ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(viewid)))
 	{
-		catalog_exec("DELETE FROM stream_ext.rebuilds WHERE original = $1",
+		rebuild_catalog_exec("DELETE FROM stream_ext.rebuilds WHERE original = $1",
 					 1, argtypes, args, SPI_OK_DELETE);
 		commit_xact();
 		return NULL;
 	}
 	/* a crash emptied the stream since CREATE OR REPLACE: no exact end */
-	catalog_exec("SELECT 1 FROM stream_ext.rebuild_sentinels WHERE original = $1",
+	rebuild_catalog_exec("SELECT 1 FROM stream_ext.rebuild_sentinels WHERE original = $1",
 				 1, argtypes, args, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -295,7 +280,7 @@ apply_batch(void)
 	args[1] = Int64GetDatum(upto);
 	args[2] = Int64GetDatum(rows);
 	args[3] = CStringGetTextDatum(result);
-	catalog_exec("UPDATE stream_ext.rebuilds SET next_block = $2, rows_done = rows_done + $3, "
+	rebuild_catalog_exec("UPDATE stream_ext.rebuilds SET next_block = $2, rows_done = rows_done + $3, "
 				 "state = $4, last_error = NULL, updated_at = pg_catalog.now() WHERE original = $1",
 				 4, argtypes, args, SPI_OK_UPDATE);
 	commit_xact();
