@@ -19,7 +19,8 @@
  * progress; a snapshot taken then (GetLatestSnapshot()) sees every row
  * whose batch the shadow's trigger will not see, and none of those it will
  * see (their transactions are in progress at it, or start after it).  It is
- * recorded (pg_snapshot) with the stream's size in blocks: the rows visible
+ * recorded (a pg_snapshot listing subtransactions too: handover_text())
+ * with the stream's size in blocks: the rows visible
  * to it all lie below that block.  The worker folds them into the shadow
  * in block ranges, one transaction each, selecting the rows whose xmin is
  * visible to the hand-over (stream_ext._xid_visible_in(xmin, handover):
@@ -220,6 +221,60 @@ rebuild_stream_source(const BackfillSpec *spec, const char *sq)
 	return buf.data;
 }
 
+static FullTransactionId widen_xid(TransactionId xid, FullTransactionId next);
+
+static int
+xid_cmp(const void *a, const void *b)
+{
+	FullTransactionId x = *(const FullTransactionId *) a;
+	FullTransactionId y = *(const FullTransactionId *) b;
+
+	return FullTransactionIdPrecedes(x, y) ? -1 : FullTransactionIdFollows(x, y) ? 1 : 0;
+}
+
+/*
+ * The hand-over as a pg_snapshot's text: snap's xmin, xmax and every xid
+ * in progress in it -- top-level (xip) and subtransactions' (subxip): a
+ * row inserted later by a subtransaction whose xid was assigned before
+ * the hand-over must not look visible to it.  pg_current_snapshot() lists
+ * the top-level ones only.  When a backend had more subtransactions than
+ * PostgreSQL's snapshot keeps (suboverflowed), they cannot all be listed:
+ * refused, to be tried again.
+ */
+static char *
+handover_text(Snapshot snap)
+{
+	FullTransactionId next = ReadNextFullTransactionId();
+	int			n = snap->xcnt + snap->subxcnt;
+	FullTransactionId *xids = palloc(sizeof(FullTransactionId) * Max(n, 1));
+	StringInfoData buf;
+	int			k = 0;
+
+	if (snap->suboverflowed)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot record the hand-over of the rebuild: a transaction has too many subtransactions in progress"),
+				 errdetail("The rows of the stream the backfill reads are told by the transactions in progress now, subtransactions included."),
+				 errhint("Try again when the transaction with more than 64 subtransactions has ended.")));
+	for (int i = 0; i < snap->xcnt; i++)
+		xids[k++] = widen_xid(snap->xip[i], next);
+	for (int i = 0; i < snap->subxcnt; i++)
+		xids[k++] = widen_xid(snap->subxip[i], next);
+	qsort(xids, k, sizeof(FullTransactionId), xid_cmp);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":",
+					 U64FromFullTransactionId(widen_xid(snap->xmin, next)),
+					 U64FromFullTransactionId(widen_xid(snap->xmax, next)));
+	for (int i = 0; i < k; i++)
+	{
+		if (i > 0 && FullTransactionIdEquals(xids[i], xids[i - 1]))
+			continue;
+		appendStringInfo(&buf, "%s" UINT64_FORMAT, i > 0 ? "," : "",
+						 U64FromFullTransactionId(xids[i]));
+	}
+	return buf.data;
+}
+
 /*
  * After the shadow shadowid (named shadowq) is built and recorded: check
  * that it can replace view viewid (named vq) when its backfill is complete,
@@ -232,10 +287,10 @@ rebuild_record(Oid viewid, const char *vq, Oid shadowid, Oid streamid,
 			   const BackfillSpec *spec, const char *view_sql,
 			   const char *backfill_sql, List *distinct_sql, const char *bsq)
 {
-	Oid			argtypes[11] = {OIDOID, OIDOID, OIDOID, TIMESTAMPTZOID, INT8OID, TEXTOID,
-	TEXTOID, TEXTARRAYOID, TEXTOID, BOOLOID, INT4OID};
-	Datum		args[11];
-	char		nulls[11] = "          ";
+	Oid			argtypes[12] = {OIDOID, OIDOID, OIDOID, TIMESTAMPTZOID, INT8OID, TEXTOID,
+	TEXTOID, TEXTARRAYOID, TEXTOID, BOOLOID, INT4OID, TEXTOID};
+	Datum		args[12];
+	char		nulls[12] = "           ";
 	Datum	   *elems;
 	int			n = 0;
 	ListCell   *lc;
@@ -279,6 +334,8 @@ rebuild_record(Oid viewid, const char *vq, Oid shadowid, Oid streamid,
 	args[8] = CStringGetTextDatum(psprintf("SELECT pg_catalog.count(*) FROM %s c", bsq));
 	args[9] = BoolGetDatum(rebuild_auto_swap);
 	args[10] = Int32GetDatum(rebuild_batch_blocks);
+	/* the hand-over: the latest snapshot, taken under the stream's lock */
+	args[11] = CStringGetTextDatum(handover_text(GetLatestSnapshot()));
 
 	SPI_connect();
 	se_run_as_catalog_owner(&ra);
@@ -288,17 +345,15 @@ rebuild_record(Oid viewid, const char *vq, Oid shadowid, Oid streamid,
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "stream_ext: could not record the rebuild: %s", SPI_result_code_string(rc));
 
-	/* the hand-over: the latest snapshot, taken under the stream's lock */
 	plan = SPI_prepare("INSERT INTO stream_ext.rebuilds (view, original, shadow, stream, "
 					   "backfill_from, handover, end_block, view_sql, backfill_sql, "
 					   "distinct_sql, count_sql, auto_swap, batch_blocks) "
 					   "VALUES ($1::pg_catalog.regclass, $1, $2::pg_catalog.regclass, "
-					   "$3::pg_catalog.regclass, $4, pg_catalog.pg_current_snapshot(), $5, "
-					   "$6, $7, $8, $9, $10, $11)", 11, argtypes);
+					   "$3::pg_catalog.regclass, $4, $12::pg_catalog.pg_snapshot, $5, "
+					   "$6, $7, $8, $9, $10, $11)", 12, argtypes);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, args, nulls, GetLatestSnapshot(), InvalidSnapshot,
-							  false, true, 0);
+	rc = SPI_execute_plan(plan, args, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "stream_ext: could not record the rebuild: %s", SPI_result_code_string(rc));
 	/* gone after a crash, as the stream's rows (rebuild_worker.c) */
