@@ -2,6 +2,8 @@
 -- the view takes q2 and equals it as plain SQL over the stream's rows; in
 -- place (OID, grants, dependent views kept) when the old columns stay,
 -- dropped and created again when they change and nothing depends on it.
+-- Built beside the view and swapped in (sql/50_rebuild): each replacement
+-- waits for its swap with stream_ext.wait_backfill().
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
 RESET client_min_messages;
@@ -22,6 +24,7 @@ CREATE TEMP TABLE before AS SELECT 'repl.cv'::regclass::oid AS oid;
 -- 1. new columns at the end: replaced in place
 CREATE OR REPLACE VIEW cv WITH (continuous) AS
   SELECT k, count(*) AS n, sum(v) AS total, max(ts) AS last FROM ev GROUP BY k;
+SELECT stream_ext.wait_backfill('repl.cv');
 SELECT 'repl.cv'::regclass::oid = (SELECT oid FROM before) AS same_oid,
        has_table_privilege('repl_reader', 'repl.cv', 'SELECT') AS grant_kept,
        obj_description('repl.cv'::regclass, 'pg_class') AS comment;
@@ -49,6 +52,7 @@ SELECT n, total FROM cv WHERE k = 1;
 DROP VIEW busy_keys;
 CREATE OR REPLACE VIEW cv WITH (continuous) AS
   SELECT v % 3 AS r, avg(v) AS mean, count(*) AS n FROM ev GROUP BY 1;
+SELECT stream_ext.wait_backfill('repl.cv');
 SELECT 'repl.cv'::regclass::oid <> (SELECT oid FROM before) AS new_oid,
        has_table_privilege('repl_reader', 'repl.cv', 'SELECT') AS grant_kept;
 SELECT count(*) = 0 AS equals_query FROM (
@@ -64,6 +68,7 @@ SELECT stream_ext.create_stream('repl.ev2', 'k int, ts timestamptz');
 CREATE OR REPLACE VIEW cv WITH (continuous) AS
   SELECT w.window_start AS r, count(*)::numeric AS mean, count(*) AS n
     FROM ev2, stream_ext.hop(ts, '10 minutes', '5 minutes') AS w(window_start) GROUP BY 1;
+SELECT stream_ext.wait_backfill('repl.cv');
 SELECT tgname LIKE 'stream_ext%' AS ours, count(*) FROM pg_trigger
  WHERE tgrelid = 'repl.ev'::regclass AND NOT tgisinternal AND tgname <> 'stream_ext_append_only' GROUP BY 1;
 INSERT INTO ev VALUES (1, 1, now());

@@ -46,6 +46,7 @@ SELECT k, n FROM all_rows2 ORDER BY k;
 -- 4. CREATE OR REPLACE takes them too: replaced from the 90th minute on
 CREATE OR REPLACE VIEW recent WITH (continuous, backfill_from = '2024-01-01 01:30:00+00')
   AS SELECT k, count(*) AS n, count(DISTINCT v) AS d, min(v) AS first FROM ev GROUP BY k;
+SELECT stream_ext.wait_backfill('recent');  -- built beside (sql/50_rebuild)
 SELECT sum(n) AS rows_from_90th_minute FROM recent;
 CREATE OR REPLACE VIEW fresh WITH (continuous, backfill = 'none')
   AS SELECT k, count(*) AS n, sum(v) AS s FROM ev GROUP BY k;
@@ -76,7 +77,7 @@ CREATE VIEW replayed WITH (continuous, backfill = 'kafka', backfill_from = '2024
 -- not from the stream: empty until the replay or the next batch
 SELECT count(*) AS groups FROM replayed;
 SELECT view, source, backfill_from, state, partitions, offsets_total
-  FROM stream_ext.backfill_progress;
+  FROM stream_ext.backfill_progress WHERE kind = 'kafka replay';
 SELECT partition, end_offset FROM stream_ext.backfill_offsets ORDER BY partition;
 SELECT maintain_sql LIKE '%FROM stream_ext_replay)%' AS reads_replayed_rows,
        array_length(distinct_sql, 1) AS distinct_statements
@@ -135,7 +136,7 @@ DROP ROLE bf_srcowner;
 -- 7. cancel: true once, the view keeps what it has
 SELECT stream_ext.cancel_backfill('bf.replayed');
 SELECT stream_ext.cancel_backfill('bf.replayed');
-SELECT state, finished_at IS NOT NULL AS finished FROM stream_ext.backfill_progress;
+SELECT state, finished_at IS NOT NULL AS finished FROM stream_ext.backfill_progress WHERE kind = 'kafka replay';
 SELECT k, n FROM replayed;
 
 -- 8. DROP VIEW takes the replay's rows along

@@ -153,9 +153,11 @@ SELECT stream_ext.drop_source('cmb_src');
 -- 7. CREATE OR REPLACE and ALTER VIEW SET on a changelog view with changes
 CREATE OR REPLACE VIEW clv WITH (continuous) AS
   SELECT k, count(*) AS n FROM cl GROUP BY k;
+SELECT stream_ext.wait_backfill('clv');  -- built beside (sql/50_rebuild)
 ALTER VIEW clv SET (changes = false);
 CREATE OR REPLACE VIEW clv WITH (continuous) AS
   SELECT k, count(*) AS n, sum(v) AS s, avg(id) AS aid FROM cl GROUP BY k;
+SELECT stream_ext.wait_backfill('clv');
 ALTER VIEW clv SET (changes = true);
 INSERT INTO cl (id, k, v, stream_ext_sign) SELECT id, k, v, -1 FROM cl WHERE k = 2 GROUP BY id, k, v HAVING sum(stream_ext_sign) > 0;
 INSERT INTO cl (id, k, v) VALUES (300, 4, 1), (301, 7, 2);

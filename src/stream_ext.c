@@ -15,6 +15,7 @@
 
 #include "core/util.h"
 #include "ddl/create_view.h"
+#include "ddl/rebuild.h"
 #include "ddl/utility.h"
 #include "housekeeping/compactor.h"
 #include "housekeeping/retention.h"
@@ -53,6 +54,7 @@ _PG_init(void)
 
 	ddl_init();
 	ddl_define_gucs();
+	rebuild_define_gucs();
 	aggsupport_define_gucs();
 	maintain_init();
 	privileges_init();

@@ -934,6 +934,14 @@ catalog_remove_orphans(void)
 		catalog_exec("DELETE FROM stream_ext.invalid_objects i WHERE NOT EXISTS"
 					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = i.object)",
 					 NULL, flags, 0, NULL, NULL);
+	/* 0.3: rebuilds beside a view dropped with it (ddl/rebuild.c) */
+	if (has_catalog_table("rebuilds"))
+		/* one its worker holds is left to it: it waits for our locks */
+		catalog_exec("DELETE FROM stream_ext.rebuilds WHERE ctid = ANY (ARRAY("
+					 "SELECT r.ctid FROM stream_ext.rebuilds r WHERE NOT EXISTS"
+					 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = r.view)"
+					 " FOR UPDATE SKIP LOCKED))",
+					 NULL, flags, 0, NULL, NULL);
 	catalog_exec("DELETE FROM stream_ext.stream_catalog s WHERE NOT EXISTS"
 				 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.stream)",
 				 NULL, flags, 0, NULL, NULL);
@@ -1073,13 +1081,18 @@ catalog_streams_with_retention(void)
 {
 	List	   *result = NIL;
 
-	catalog_exec("SELECT s.stream::pg_catalog.oid, c.relowner, s.retention,"
-				 " pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
-				 " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)"
-				 " FROM stream_ext.stream_catalog s"
-				 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.stream"
-				 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-				 " WHERE s.retention IS NOT NULL ORDER BY 1",
+	/* a rebuild's backfill still needs the rows (ddl/rebuild.c) */
+	const char *rebuilding = has_catalog_table("rebuilds") ?
+		" AND NOT EXISTS (SELECT 1 FROM stream_ext.rebuilds r"
+		" WHERE r.stream OPERATOR(pg_catalog.=) s.stream AND r.state = 'running')" : "";
+
+	catalog_exec(psprintf("SELECT s.stream::pg_catalog.oid, c.relowner, s.retention,"
+						  " pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
+						  " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)"
+						  " FROM stream_ext.stream_catalog s"
+						  " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.stream"
+						  " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+						  " WHERE s.retention IS NOT NULL%s ORDER BY 1", rebuilding),
 				 NULL, 0, 0, row_retention_stream, &result);
 	return result;
 }

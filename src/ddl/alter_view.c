@@ -36,6 +36,7 @@
 
 #include "core/catalog.h"
 #include "ddl/alter_view.h"
+#include "ddl/rebuild.h"
 #include "ddl/view_options.h"
 
 /*
@@ -102,6 +103,13 @@ ddl_alter_view_options(AlterTableStmt *stmt)
 	viewid = RangeVarGetRelid(stmt->relation, AccessExclusiveLock, false);
 	if (!pg_class_ownercheck(viewid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, stmt->relation->relname);
+	/* the swap of a rebuild beside it would lose them (ddl/rebuild.c) */
+	if (rebuild_pending(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("continuous view \"%s\" is being rebuilt by CREATE OR REPLACE",
+						stmt->relation->relname),
+				 errhint("Wait for it (stream_ext.wait_backfill()) or cancel it (stream_ext.cancel_backfill()) first.")));
 
 	foreach(lc, stmt->cmds)
 	{

@@ -62,6 +62,7 @@
 #include "ddl/create_steps.h"
 #include "ddl/create_transform.h"
 #include "ddl/create_view.h"
+#include "ddl/rebuild.h"
 #include "ddl/replace_view.h"
 #include "ddl/view_options.h"
 #include "maintain/changes.h"
@@ -311,6 +312,10 @@ typedef struct ViewBuild
 	ViewObjects obj;			/* the objects made */
 	RollupSpec	rollup;			/* over a continuous view: its upstream
 								 * (query/rollup.c) */
+	/* CREATE OR REPLACE built beside the view (ddl/rebuild.c) */
+	Oid			rebuild_of;		/* the view replaced; this one is its shadow */
+	const char *partbase;		/* names of the parts: the replaced view's */
+	char	   *select_sql;		/* the user-facing view's SELECT */
 } ViewBuild;
 
 /* phase 1: the statement and its options (ddl/view_options.c) */
@@ -428,7 +433,8 @@ create_build(ViewBuild *cv)
 	ViewObjects *obj = &cv->obj;
 	SessionSpec *session = &cv->opts.session;
 	char	   *viewname = cv->stmt->view->relname;
-	char	   *matrelname = ChooseRelationName(viewname, NULL, "mrel", cv->nspid, false);
+	const char *partbase = cv->partbase ? cv->partbase : viewname;
+	char	   *matrelname = ChooseRelationName(partbase, NULL, "mrel", cv->nspid, false);
 	char	   *mq;
 	char	   *dq = NULL;
 	ListCell   *lc;
@@ -451,7 +457,9 @@ create_build(ViewBuild *cv)
 	obj->sq = quote_qualified_identifier(get_namespace_name(get_rel_namespace(plan->streamid)),
 										 get_rel_name(plan->streamid));
 	obj->vq = quote_qualified_identifier(cv->nspname, viewname);
-	cv->bsq = backfill_stream_source(&cv->opts.backfill, obj->sq);
+	cv->bsq = OidIsValid(cv->rebuild_of) ?
+		rebuild_stream_source(&cv->opts.backfill, obj->sq) :
+		backfill_stream_source(&cv->opts.backfill, obj->sq);
 
 	if (session->enabled)
 	{
@@ -478,7 +486,7 @@ create_build(ViewBuild *cv)
 	cv->appends = !session->enabled && cv_appends(plan) && catalog_has_delta();
 	if (cv->appends)
 	{
-		char	   *deltaname = ChooseRelationName(viewname, NULL, "delta", cv->nspid, false);
+		char	   *deltaname = ChooseRelationName(partbase, NULL, "delta", cv->nspid, false);
 
 		obj->dq = dq = quote_qualified_identifier(cv->nspname, deltaname);
 		obj->deltaid = create_table(cv, deltaname,
@@ -499,7 +507,7 @@ create_build(ViewBuild *cv)
 
 		if (!agg->is_distinct)
 			continue;
-		auxname = ChooseRelationName(viewname, agg->colname, "mrel", cv->nspid, false);
+		auxname = ChooseRelationName(partbase, agg->colname, "mrel", cv->nspid, false);
 		aq = quote_qualified_identifier(cv->nspname, auxname);
 		auxid = create_table(cv, auxname,
 							 psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(plan, agg)));
@@ -524,11 +532,10 @@ create_build(ViewBuild *cv)
 														  cv->opts.backfill.replay_source, NULL));
 	}
 
-	replace_define_view(&cv->replace, obj->vq,
-						session->enabled ?
-						cv_view_select_sql(plan, obj->matrelid,
-										   sessions_view_source_sql(session, plan, mq)) :
-						window_view_select_sql(plan, obj->matrelid, mq, dq));
+	cv->select_sql = session->enabled ?
+		cv_view_select_sql(plan, obj->matrelid, sessions_view_source_sql(session, plan, mq)) :
+		window_view_select_sql(plan, obj->matrelid, mq, dq);
+	replace_define_view(&cv->replace, obj->vq, cv->select_sql);
 	obj->viewid = get_relname_relid(viewname, cv->nspid);
 
 	cv->maintain_sql = OidIsValid(cv->rollup.upstream) ?
@@ -626,6 +633,15 @@ create_view_backfill(ViewBuild *cv)
 		foreach(lc, sjoin_left_backfill_sql(&cv->plan, obj->viewid, obj->mq, obj->auxids))
 			create_backfill((char *) lfirst(lc), what);
 	}
+	else if (OidIsValid(cv->rebuild_of))
+	{
+		/* built beside the view: its worker backfills (ddl/rebuild.c) */
+		rebuild_record(cv->rebuild_of,
+					   quote_qualified_identifier(cv->nspname, cv->partbase),
+					   obj->viewid, cv->plan.streamid, bf, cv->select_sql,
+					   cv_maintain_sql(&cv->plan, obj->mq, cv->bsq),
+					   cv->backfill_sql, cv->bsq);
+	}
 	else if (backfill_from_stream(bf))
 	{
 		create_backfill(cv->opts.session.enabled ?
@@ -706,6 +722,18 @@ ddl_create_view(ViewStmt *stmt, List *cvopts, const char *queryString,
 	else
 	{
 		create_analyze(&cv, queryString);
+		if (cv.replace.replacing &&
+			rebuild_applies(cv.replace.viewid, &cv.opts.backfill,
+							!cv.opts.session.enabled && !cv.opts.lateness.enabled &&
+							!cv.opts.changes && !OidIsValid(cv.rollup.upstream) &&
+							!OidIsValid(sjoin_right_stream(cv.plan.query))))
+		{
+			/* CREATE OR REPLACE built beside the view: a hidden shadow */
+			cv.rebuild_of = cv.replace.viewid;
+			cv.partbase = stmt->view->relname;
+			stmt->view->relname = rebuild_shadow_name(cv.partbase, cv.nspid);
+			cv.replace.replacing = false;
+		}
 		nestlevel = create_begin();
 		create_build(&cv);
 		create_record(&cv);

@@ -346,6 +346,78 @@ grants_of(Oid viewid, const char *vq)
 }
 
 /*
+ * A replacement of view viewid (named vq) whose columns change (why says
+ * how) drops and creates the view again: refused when other objects depend
+ * on it (named in the error) or when the caller is not its owner.  Called
+ * at CREATE OR REPLACE, also for a rebuild beside the view (ddl/rebuild.c),
+ * so that its swap cannot fail for this.
+ */
+void
+replace_check_columns(Oid viewid, const char *vq, const char *why)
+{
+	List	   *others = NIL;
+	ListCell   *lc;
+
+	view_dependents(viewid, NULL, &others);
+	if (others != NIL)
+	{
+		StringInfoData list;
+
+		initStringInfo(&list);
+		foreach(lc, others)
+			appendStringInfo(&list, "%s%s", list.len > 0 ? "\n" : "", strVal(lfirst(lc)));
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot replace continuous view %s: %s, and other objects depend on it", vq, why),
+				 errdetail("%s", list.data),
+				 errhint("Keep the existing columns (names and types, in order) and add new ones at the end, or drop the dependent objects first.")));
+	}
+	if (GetUserId() != se_relation_owner(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot replace continuous view %s: %s", vq, why),
+				 errdetail("Changing the columns drops and creates the view again, owned by the role creating it."),
+				 errhint("Replace it as its owner (SET ROLE).")));
+}
+
+/*
+ * Does select_sql keep the columns of view viewid?  If not, may it be
+ * dropped and created again (replace_check_columns())?  False when the
+ * columns change.
+ */
+bool
+replace_columns_kept(Oid viewid, const char *vq, const char *select_sql)
+{
+	char	   *why;
+
+	if (columns_compatible(viewid, select_sql, &why))
+		return true;
+	replace_check_columns(viewid, vq, why);
+	return false;
+}
+
+/*
+ * Make stream_ext's parts of continuous view from (materialization, delta,
+ * side tables) parts of view to: their INTERNAL dependency moves.
+ */
+void
+replace_move_parts(Oid from, Oid to)
+{
+	List	   *internal = NIL;
+	ListCell   *lc;
+
+	view_dependents(from, &internal, NULL);
+	foreach(lc, internal)
+	{
+		ObjectAddress *obj = lfirst(lc);
+
+		if (obj->classId == RelationRelationId)
+			changeDependencyFor(obj->classId, obj->objectId, RelationRelationId, from, to);
+	}
+	CommandCounterIncrement();
+}
+
+/*
  * Define the user-facing view vq as select_sql: CREATE VIEW for a new
  * view; for a replaced one, in place when the columns allow it, else drop
  * and create again (see the header).  Then the old view's parts go.
@@ -354,7 +426,6 @@ void
 replace_define_view(ReplaceState *rs, const char *vq, const char *select_sql)
 {
 	char	   *why;
-	List	   *others = NIL;
 	List	   *grants;
 	ObjectAddress view;
 	ListCell   *lc;
@@ -380,26 +451,7 @@ replace_define_view(ReplaceState *rs, const char *vq, const char *select_sql)
 		return;
 	}
 
-	view_dependents(rs->viewid, NULL, &others);
-	if (others != NIL)
-	{
-		StringInfoData list;
-
-		initStringInfo(&list);
-		foreach(lc, others)
-			appendStringInfo(&list, "%s%s", list.len > 0 ? "\n" : "", strVal(lfirst(lc)));
-		ereport(ERROR,
-				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot replace continuous view %s: %s, and other objects depend on it", vq, why),
-				 errdetail("%s", list.data),
-				 errhint("Keep the existing columns (names and types, in order) and add new ones at the end, or drop the dependent objects first.")));
-	}
-	if (GetUserId() != se_relation_owner(rs->viewid))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("cannot replace continuous view %s: %s", vq, why),
-				 errdetail("Changing the columns drops and creates the view again, owned by the role creating it."),
-				 errhint("Replace it as its owner (SET ROLE).")));
+	replace_check_columns(rs->viewid, vq, why);
 	grants = grants_of(rs->viewid, vq);
 	/* its parts go with it, as in DROP VIEW */
 	catalog_forget_view(rs->viewid);

@@ -14,7 +14,9 @@
  * every running sink (kafka_sink_launch_running(), sink.c) and the
  * database's background compactor if views have deltas to compact
  * (compactor_launch_if_needed(), housekeeping/compactor.c) and the worker of
- * every Kafka replay still running (replay_launch_running(), replay.c).  A worker
+ * every Kafka replay still running (replay_launch_running(), replay.c) and of
+ * every rebuild beside a continuous view (rebuild_launch_running(),
+ * ddl/rebuild.c).  A worker
  * claims its slot in shared memory on start, so a duplicate exits at once.
  *
  *-------------------------------------------------------------------------
@@ -45,6 +47,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "ddl/rebuild.h"
 #include "housekeeping/compactor.h"
 #include "kafka/launcher.h"
 #include "kafka/replay.h"
@@ -203,5 +206,6 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 	kafka_sink_launch_running(dboid);
 	compactor_launch_if_needed(dboid);
 	replay_launch_running(dboid);
+	rebuild_launch_running(dboid);
 	proc_exit(0);
 }
