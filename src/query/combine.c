@@ -59,6 +59,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "query/combine.h"
+#include "query/viewplan.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_combine_unplanned);
 
@@ -67,6 +68,7 @@ static bool oids_valid = false;
 static Oid	combine_oid = InvalidOid;	/* stream_ext.combine(anyelement) */
 static Oid	merge_states_oid = InvalidOid;
 static Oid	finalize_oid = InvalidOid;
+static Oid	distinct_union_oid = InvalidOid;	/* stream_ext.distinct_union(anyarray) */
 
 static void
 forget_oids(Datum arg, int cacheid, uint32 hashvalue)
@@ -88,13 +90,14 @@ lookup_oids(void)
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_oids, (Datum) 0);
 		registered = true;
 	}
-	combine_oid = merge_states_oid = finalize_oid = InvalidOid;
+	combine_oid = merge_states_oid = finalize_oid = distinct_union_oid = InvalidOid;
 	nsp = get_namespace_oid("stream_ext", true);
 	if (OidIsValid(nsp))
 	{
 		Oid			one[1] = {ANYELEMENTOID};
 		Oid			merge[2] = {ANYELEMENTOID, REGPROCEDUREOID};
 		Oid			fin[3] = {ANYOID, REGPROCEDUREOID, ANYCOMPATIBLEOID};
+		Oid			arr[1] = {ANYARRAYOID};
 		List	   *name;
 
 		name = list_make2(makeString("stream_ext"), makeString("combine"));
@@ -103,6 +106,8 @@ lookup_oids(void)
 		merge_states_oid = LookupFuncName(name, 2, merge, true);
 		name = list_make2(makeString("stream_ext"), makeString("finalize"));
 		finalize_oid = LookupFuncName(name, 3, fin, true);
+		name = list_make2(makeString("stream_ext"), makeString("distinct_union"));
+		distinct_union_oid = LookupFuncName(name, 1, arr, true);
 		if (!OidIsValid(merge_states_oid) || !OidIsValid(finalize_oid))
 			combine_oid = InvalidOid;
 	}
@@ -199,7 +204,7 @@ expanded_view(RangeTblEntry *rte)
  * analyzed again; errors if viewid is none.
  */
 static Query *
-view_definition(Oid viewid)
+view_definition(Oid viewid, char **text)
 {
 	Oid			streamid = InvalidOid;
 	char	   *definition = catalog_view_definition(viewid, &streamid);
@@ -228,6 +233,7 @@ view_definition(Oid viewid)
 	raw = raw_parser(definition, RAW_PARSE_DEFAULT);
 	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
 	se_unpin_settings(nestlevel);
+	*text = definition;
 	return def;
 }
 
@@ -252,7 +258,7 @@ column_aggregate(Query *def, Oid viewid, AttrNumber attno, const char *colname)
 			continue;
 		if (!IsA(tle->expr, Aggref))
 			break;
-		if (((Aggref *) tle->expr)->aggdistinct != NIL)
+		if (((Aggref *) tle->expr)->aggdistinct != NIL && !OidIsValid(distinct_union_oid))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\": it is a count(DISTINCT ...)",
@@ -280,7 +286,9 @@ regproc_const(Oid procid)
 /*
  * What a combine() call becomes: finalize(merge_states(state, agg), agg,
  * NULL::result), with merge_states an Aggref of the same query level
- * (keeping the call's FILTER).
+ * (keeping the call's FILTER).  A count(DISTINCT) column (aggfnoid
+ * InvalidOid, state: the array of its values, combine_distinct.c) becomes
+ * stream_ext.distinct_union(values).
  */
 static Node *
 merged_call(Aggref *call, Var *state, Oid aggfnoid)
@@ -289,6 +297,23 @@ merged_call(Aggref *call, Var *state, Oid aggfnoid)
 	FuncExpr   *fin;
 	Oid			statetype = state->vartype;
 
+	if (!OidIsValid(aggfnoid))
+	{
+		merge->aggfnoid = distinct_union_oid;
+		merge->aggtype = INT8OID;
+		merge->aggcollid = InvalidOid;
+		merge->inputcollid = state->varcollid;
+		merge->aggtranstype = InvalidOid;
+		merge->aggargtypes = list_make1_oid(statetype);
+		merge->args = list_make1(makeTargetEntry((Expr *) state, 1, NULL, false));
+		merge->aggfilter = call->aggfilter;
+		merge->aggkind = AGGKIND_NORMAL;
+		merge->aggsplit = AGGSPLIT_SIMPLE;
+		merge->aggno = -1;
+		merge->aggtransno = -1;
+		merge->location = call->location;
+		return (Node *) merge;
+	}
 	merge->aggfnoid = merge_states_oid;
 	merge->aggtype = statetype;
 	merge->aggcollid = state->varcollid;
@@ -400,6 +425,8 @@ rewrite_query(Query *q)
 		MutateContext mcx = {0};
 		Oid			viewid = InvalidOid;
 		Query	   *def = NULL; /* the view's definition, analyzed once */
+		char	   *deftext = NULL;
+		CVPlan	   *plan = NULL;	/* and broken into keys and aggregates */
 
 		foreach(lc, fcx.calls)
 		{
@@ -425,12 +452,35 @@ rewrite_query(Query *q)
 				mcx.colnames = rte->eref->colnames;
 			}
 			if (def == NULL)
-				def = view_definition(viewid);
+				def = view_definition(viewid, &deftext);
 			agg = column_aggregate(def, viewid, call->attno,
 								   strVal(list_nth(rte->eref->colnames, call->attno - 1)));
 			tle = get_tle_by_resno(rte->subquery->targetList, call->attno);
 			if (tle == NULL)
 				elog(ERROR, "continuous view %u has no column %d", viewid, call->attno);
+			if (agg->aggdistinct != NIL)
+			{
+				/* count(DISTINCT): its values, from the side table */
+				CVAgg	   *cvagg;
+
+				if (plan == NULL)
+					plan = cv_reanalyze(viewid, copyObject(def), deftext);
+				cvagg = cv_column_agg(plan, call->attno);
+				if (cvagg == NULL || !cvagg->is_distinct)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\"",
+									strVal(list_nth(rte->eref->colnames, call->attno - 1)),
+									mcx.viewname),
+							 errdetail("Of the aggregates with DISTINCT, only count(DISTINCT ...) keeps its values.")));
+				state = combine_distinct_column(viewid, plan, cvagg, rte->subquery,
+												varno, call->attno);
+				mcx.attnos = bms_add_member(mcx.attnos, call->attno);
+				mcx.states = lappend(mcx.states, state);
+				mcx.aggs = lappend_oid(mcx.aggs, InvalidOid);
+				mcx.attlist = lappend_int(mcx.attlist, call->attno);
+				continue;
+			}
 			/* finalize(state, agg, NULL::t) -> state; a direct state stays */
 			expr = (Node *) tle->expr;
 			if (IsA(expr, FuncExpr) && ((FuncExpr *) expr)->funcid == finalize_oid)

@@ -1,0 +1,369 @@
+/*-------------------------------------------------------------------------
+ *
+ * combine_distinct.c
+ *	  stream_ext.combine() of an exact count(DISTINCT x) column: the number
+ *	  of distinct values over the union of the groups a query reads.
+ *
+ *	  SELECT stream_ext.combine(users) FROM clicks_per_minute
+ *	   WHERE minute >= now() - interval '1 hour';
+ *
+ *	  Such a column stores a count per group; its values are in the view's
+ *	  side table of (keys, value) (query/analyze.c, cv_distinct_sql()),
+ *	  which every batch fills before it commits -- in append mode too: the
+ *	  delta holds only the number of values new to a group, never values.
+ *	  combine.c hands such a column to combine_distinct_column(), which
+ *	  changes, inside the view's expanded query (the rewriter's subquery),
+ *	  the column's expression into
+ *
+ *	    ARRAY(SELECT a.value FROM <side table> a
+ *	           WHERE a.k1 = m.k1 OR (a.k1 IS NULL AND m.k1 IS NULL) ...
+ *	           [AND a.signed_count > 0])           -- changelog streams
+ *
+ *	  per row of the view (m: the view's FROM item, so the view's own WHERE,
+ *	  HAVING, windows and row filters pick the groups), and the combine()
+ *	  call into stream_ext.distinct_union(that array): the values of the
+ *	  selected rows sorted (tuplesort: spills past work_mem) and counted
+ *	  once each, with the value type's default btree equality -- the one
+ *	  the side table's unique index uses, so a value counted once per group
+ *	  is counted once in the union.
+ *
+ *	  Privileges: the side table is read with the permissions the view
+ *	  reads its materialization with (the range table entry's checkAsUser,
+ *	  copied from the materialization's: the view's owner, or the reader
+ *	  for a security_invoker view), and the reader's own check is the one
+ *	  on the view's column, as for any column of a view.  No value leaves
+ *	  the view's query except counted.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_oper.h"
+#include "parser/parse_relation.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+#include "utils/typcache.h"
+
+#include "core/catalog.h"
+#include "core/security.h"
+#include "query/combine.h"
+#include "query/retract.h"
+#include "query/viewplan.h"
+
+PG_FUNCTION_INFO_V1(stream_ext_distinct_union_trans);
+PG_FUNCTION_INFO_V1(stream_ext_distinct_union_final);
+
+/* the relation range table entry of relid in q or its subqueries, or NULL */
+static RangeTblEntry *
+find_relation_rte(Query *q, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == relid)
+			return rte;
+		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL)
+		{
+			RangeTblEntry *found = find_relation_rte(rte->subquery, relid);
+
+			if (found != NULL)
+				return found;
+		}
+	}
+	return NULL;
+}
+
+static Node *
+is_null(Var *var)
+{
+	NullTest   *test = makeNode(NullTest);
+
+	test->arg = (Expr *) copyObject(var);
+	test->nulltesttype = IS_NULL;
+	test->argisrow = false;
+	test->location = -1;
+	return (Node *) test;
+}
+
+/* a = b, or both NULL (the side table's unique index is NULLS NOT DISTINCT) */
+static Node *
+null_safe_equal(Var *a, Var *b)
+{
+	TypeCacheEntry *tc = lookup_type_cache(a->vartype, TYPECACHE_EQ_OPR);
+	OpExpr	   *eq;
+
+	if (!OidIsValid(tc->eq_opr))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("could not identify an equality operator for type %s",
+						format_type_be(a->vartype))));
+	eq = (OpExpr *) make_opclause(tc->eq_opr, BOOLOID, false, (Expr *) a, (Expr *) b,
+								  InvalidOid, a->varcollid);
+	set_opfuncid(eq);
+	return (Node *) makeBoolExpr(OR_EXPR,
+								 list_make2(eq,
+											makeBoolExpr(AND_EXPR,
+														 list_make2(is_null(a), is_null(b)),
+														 -1)),
+								 -1);
+}
+
+/* the Var of column name of relation rel, range table index 1 */
+static Var *
+side_var(Relation rel, const char *name, RangeTblEntry *rte)
+{
+	AttrNumber	attno = attnameAttNum(rel, name, false);
+	Form_pg_attribute att;
+
+	if (attno <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("side table \"%s\" has no column \"%s\"",
+						RelationGetRelationName(rel), name),
+				 errdetail("Its continuous view's recorded definition no longer matches its tables.")));
+	att = TupleDescAttr(RelationGetDescr(rel), attno - 1);
+	rte->selectedCols = bms_add_member(rte->selectedCols,
+									   attno - FirstLowInvalidHeapAttributeNumber);
+	return makeVar(1, attno, att->atttypid, att->atttypmod, att->attcollation, 0);
+}
+
+/*
+ * Column attno of continuous view viewid is count(DISTINCT) agg of plan;
+ * viewq is the view's expanded query in the range table entry read by the
+ * combine() call.  Turns the column into the array of its group's distinct
+ * values (see the file header) and returns the Var the caller's
+ * stream_ext.distinct_union() call reads.
+ */
+Var *
+combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
+						int varno, AttrNumber attno)
+{
+	TargetEntry *tle = get_tle_by_resno(viewq->targetList, attno);
+	Var		   *count = tle ? (Var *) tle->expr : NULL;
+	RangeTblEntry *source;
+	RangeTblEntry *matrte;
+	RangeTblEntry *rte;
+	List	   *parts = catalog_view_parts(viewid);
+	Oid			auxid = cv_distinct_side_table(plan, agg, parts);
+	Relation	rel;
+	ParseState *pstate;
+	Query	   *sub;
+	SubLink    *sublink;
+	List	   *quals = NIL;
+	ListCell   *lc;
+	Var		   *value;
+	Oid			arraytype;
+
+	/* the count column as the view reads it: m.<count column> */
+	if (count == NULL || !IsA(count, Var) || count->varlevelsup != 0 ||
+		count->varno < 1 || count->varno > list_length(viewq->rtable))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\"",
+						agg->colname, get_rel_name(viewid)),
+				 errdetail("The view does not read the column's count directly from its materialization.")));
+	source = rt_fetch(count->varno, viewq->rtable);
+	matrte = find_relation_rte(viewq, linitial_oid(parts));
+	if (matrte == NULL)
+		elog(ERROR, "stream_ext: continuous view %u does not read its materialization", viewid);
+
+	/* the side table, read as the view reads its materialization */
+	rel = table_open(auxid, AccessShareLock);
+	pstate = make_parsestate(NULL);
+	rte = addRangeTableEntryForRelation(pstate, rel, AccessShareLock,
+										makeAlias("a", NIL), false, true)->p_rte;
+	rte->checkAsUser = matrte->checkAsUser;
+
+	/* the group's keys: the side table's, equal to the view row's */
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+		Var		   *a = side_var(rel, key->colname, rte);
+		int			pos = 0;
+		ListCell   *ln;
+		Var		   *m;
+
+		foreach(ln, source->eref->colnames)
+		{
+			pos++;
+			if (strcmp(strVal(lfirst(ln)), key->colname) == 0)
+				break;
+		}
+		if (ln == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\"",
+							agg->colname, get_rel_name(viewid)),
+					 errdetail("The view's rows do not carry its group key \"%s\".", key->colname)));
+		m = makeVar(count->varno, pos, a->vartype, a->vartypmod, a->varcollid, 1);
+		quals = lappend(quals, null_safe_equal(a, m));
+	}
+	/* a changelog stream's value is in the group while its count is > 0 */
+	if (se_stream_is_changelog(plan->streamid))
+	{
+		OpExpr	   *positive;
+
+		Oid			gt = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(">")),
+										  INT8OID, INT8OID);
+
+		positive = (OpExpr *) make_opclause(gt, BOOLOID, false,
+											(Expr *) side_var(rel, SE_SIDE_COUNT_COLUMN, rte),
+											(Expr *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+															   Int64GetDatum(0), false, FLOAT8PASSBYVAL),
+											InvalidOid, InvalidOid);
+		set_opfuncid(positive);
+		quals = lappend(quals, positive);
+	}
+	value = side_var(rel, "value", rte);
+	table_close(rel, NoLock);
+
+	sub = makeNode(Query);
+	sub->commandType = CMD_SELECT;
+	sub->querySource = QSRC_ORIGINAL;
+	sub->canSetTag = true;
+	sub->rtable = pstate->p_rtable;
+	sub->jointree = makeFromExpr(list_make1(makeNode(RangeTblRef)),
+								 quals == NIL ? NULL :
+								 list_length(quals) == 1 ? linitial(quals) :
+								 (Node *) makeBoolExpr(AND_EXPR, quals, -1));
+	((RangeTblRef *) linitial(sub->jointree->fromlist))->rtindex = 1;
+	sub->targetList = list_make1(makeTargetEntry((Expr *) value, 1, "value", false));
+
+	arraytype = get_array_type(value->vartype);
+	if (!OidIsValid(arraytype))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\"",
+						agg->colname, get_rel_name(viewid)),
+				 errdetail("Type %s has no array type.", format_type_be(value->vartype))));
+	sublink = makeNode(SubLink);
+	sublink->subLinkType = ARRAY_SUBLINK;
+	sublink->subLinkId = 0;
+	sublink->testexpr = NULL;
+	sublink->operName = NIL;
+	sublink->subselect = (Node *) sub;
+	sublink->location = -1;
+	tle->expr = (Expr *) sublink;
+	viewq->hasSubLinks = true;
+
+	return makeVar(varno, attno, arraytype, -1, value->varcollid, 0);
+}
+
+/* ---- stream_ext.distinct_union(anyarray): the aggregate ------------------ */
+
+typedef struct DistinctUnion
+{
+	Tuplesortstate *sort;		/* every value of the rows, sorted at the end */
+	Oid			type;
+	Oid			collation;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	FmgrInfo	eq;				/* the type's default equality */
+} DistinctUnion;
+
+static void
+distinct_union_shutdown(Datum arg)
+{
+	DistinctUnion *st = (DistinctUnion *) DatumGetPointer(arg);
+
+	if (st->sort != NULL)
+		tuplesort_end(st->sort);
+	st->sort = NULL;
+}
+
+Datum
+stream_ext_distinct_union_trans(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext;
+	DistinctUnion *st = PG_ARGISNULL(0) ? NULL : (DistinctUnion *) PG_GETARG_POINTER(0);
+	ArrayType  *values;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (AggCheckCallContext(fcinfo, &aggcontext) != AGG_CONTEXT_AGGREGATE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream_ext.distinct_union() can only be called as an aggregate")));
+	if (st == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(aggcontext);
+		Oid			arraytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
+		TypeCacheEntry *tc;
+
+		st = palloc0(sizeof(DistinctUnion));
+		st->type = get_element_type(arraytype);
+		if (!OidIsValid(st->type))
+			elog(ERROR, "stream_ext.distinct_union() takes an array");
+		st->collation = PG_GET_COLLATION();
+		tc = lookup_type_cache(st->type, TYPECACHE_LT_OPR | TYPECACHE_EQ_OPR_FINFO);
+		if (!OidIsValid(tc->lt_opr) || !OidIsValid(tc->eq_opr_finfo.fn_oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("could not identify an ordering operator for type %s",
+							format_type_be(st->type))));
+		fmgr_info_cxt(tc->eq_opr_finfo.fn_oid, &st->eq, aggcontext);
+		get_typlenbyvalalign(st->type, &st->typlen, &st->typbyval, &st->typalign);
+		st->sort = tuplesort_begin_datum(st->type, tc->lt_opr, st->collation, false,
+										 work_mem, NULL, TUPLESORT_NONE);
+		AggRegisterCallback(fcinfo, distinct_union_shutdown, PointerGetDatum(st));
+		MemoryContextSwitchTo(old);
+	}
+	if (PG_ARGISNULL(1))
+		PG_RETURN_POINTER(st);
+	values = PG_GETARG_ARRAYTYPE_P(1);
+	deconstruct_array(values, st->type, st->typlen, st->typbyval, st->typalign,
+					  &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		if (!nulls[i])
+			tuplesort_putdatum(st->sort, elems[i], false);
+	}
+	PG_RETURN_POINTER(st);
+}
+
+Datum
+stream_ext_distinct_union_final(PG_FUNCTION_ARGS)
+{
+	DistinctUnion *st = PG_ARGISNULL(0) ? NULL : (DistinctUnion *) PG_GETARG_POINTER(0);
+	int64		count = 0;
+	Datum		prev = (Datum) 0;
+	Datum		value;
+	bool		isnull;
+
+	if (st == NULL)
+		PG_RETURN_INT64(0);
+	if (st->sort == NULL)
+		elog(ERROR, "stream_ext.distinct_union() finalized twice");
+	tuplesort_performsort(st->sort);
+	while (tuplesort_getdatum(st->sort, true, &value, &isnull, NULL))
+	{
+		if (count == 0 ||
+			!DatumGetBool(FunctionCall2Coll(&st->eq, st->collation, prev, value)))
+		{
+			count++;
+			if (!st->typbyval && count > 1)
+				pfree(DatumGetPointer(prev));
+			prev = value;
+		}
+		else if (!st->typbyval)
+			pfree(DatumGetPointer(value));
+	}
+	distinct_union_shutdown(PointerGetDatum(st));
+	PG_RETURN_INT64(count);
+}
