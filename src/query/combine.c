@@ -275,6 +275,20 @@ column_aggregate(Query *def, Oid viewid, AttrNumber attno, const char *colname)
 	return NULL;				/* keep compiler quiet */
 }
 
+/*
+ * Is expr, a view's column without its finalize(), one stored state: the
+ * state itself, or coalesce(state, constant) (count(*) and count(x) over a
+ * changelog stream, retract.c)?  Not an expression of several states.
+ */
+static bool
+is_one_state(Node *expr)
+{
+	if (IsA(expr, CoalesceExpr) && list_length(((CoalesceExpr *) expr)->args) == 2 &&
+		IsA(lsecond(((CoalesceExpr *) expr)->args), Const))
+		expr = linitial(((CoalesceExpr *) expr)->args);
+	return IsA(expr, Var);
+}
+
 /* a regprocedure constant */
 static Const *
 regproc_const(Oid procid)
@@ -350,6 +364,8 @@ typedef struct MutateContext
 	List	   *aggs;			/* parallel: aggregate OID (as oid list) */
 	List	   *attlist;		/* parallel: attno (int list) */
 	int			levelsup;
+	List	   *join_columns;	/* (join rtindex, attno) pairs, as int lists,
+								 * aliasing a rewritten column */
 	const char *viewname;
 	List	   *colnames;
 } MutateContext;
@@ -381,8 +397,20 @@ replace_mutator(Node *node, MutateContext *cx)
 	{
 		Var		   *var = (Var *) node;
 
-		if (var->varlevelsup == cx->levelsup && var->varno == cx->varno &&
-			(var->varattno == 0 || bms_is_member(var->varattno, cx->attnos)))
+		ListCell   *lj;
+		bool		aliased = false;
+
+		foreach(lj, cx->join_columns)
+		{
+			if (var->varlevelsup == cx->levelsup &&
+				var->varno == linitial_int(lfirst(lj)) &&
+				(var->varattno == 0 || var->varattno == lsecond_int(lfirst(lj))))
+				aliased = true;
+		}
+		if (var->varlevelsup == cx->levelsup &&
+			((var->varno == cx->varno &&
+			  (var->varattno == 0 || bms_is_member(var->varattno, cx->attnos))) ||
+			 aliased))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("column \"%s\" of continuous view \"%s\" is read through stream_ext.combine() and otherwise in the same query",
@@ -401,6 +429,50 @@ replace_mutator(Node *node, MutateContext *cx)
 		return (Node *) result;
 	}
 	return expression_tree_mutator(node, replace_mutator, (void *) cx);
+}
+
+/* does expr read one of cx's rewritten columns (at the query's level)? */
+static bool
+reads_rewritten_walker(Node *node, MutateContext *cx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varlevelsup == 0 && ((Var *) node)->varno == cx->varno &&
+			bms_is_member(((Var *) node)->varattno, cx->attnos);
+	return expression_tree_walker(node, reads_rewritten_walker, (void *) cx);
+}
+
+/*
+ * The columns of q's joins that alias a rewritten column (FROM v JOIN t
+ * USING (k) names every column of v again): each becomes a NULL of its
+ * type, so that the join's columns keep their types, and any read of it
+ * is refused like a read of the column itself.
+ */
+static void
+hide_join_aliases(Query *q, MutateContext *cx)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		ListCell   *la;
+
+		if (rte->rtekind != RTE_JOIN)
+			continue;
+		foreach(la, rte->joinaliasvars)
+		{
+			Node	   *alias = lfirst(la);
+
+			if (alias == NULL || !reads_rewritten_walker(alias, cx))
+				continue;
+			lfirst(la) = makeNullConst(exprType(alias), exprTypmod(alias), exprCollation(alias));
+			cx->join_columns = lappend(cx->join_columns,
+									   list_make2_int(foreach_current_index(lc) + 1,
+													  foreach_current_index(la) + 1));
+		}
+	}
 }
 
 static void
@@ -485,6 +557,13 @@ rewrite_query(Query *q)
 			expr = (Node *) tle->expr;
 			if (IsA(expr, FuncExpr) && ((FuncExpr *) expr)->funcid == finalize_oid)
 				expr = linitial(((FuncExpr *) expr)->args);
+			if (!is_one_state(expr))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\": it is computed from several stored states",
+								strVal(list_nth(rte->eref->colnames, call->attno - 1)), mcx.viewname),
+						 errdetail("Over a changelog stream, sum, avg, the variances, bool_and and bool_or are kept as signed sums and counts; of them, combine() merges count(*) and count(x)."),
+						 errhint("Keep the signed parts as columns of their own (e.g. sum(x) and count(x)) and combine those.")));
 			tle->expr = (Expr *) expr;
 			state = makeVar(varno, call->attno, exprType(expr), exprTypmod(expr),
 							exprCollation(expr), 0);
@@ -496,7 +575,9 @@ rewrite_query(Query *q)
 		if (mcx.attnos == NULL)
 			continue;
 		/* the calls become merges, and nothing else may read those columns */
-		(void) query_tree_mutator(q, replace_mutator, (void *) &mcx, QTW_DONT_COPY_QUERY);
+		hide_join_aliases(q, &mcx);
+		(void) query_tree_mutator(q, replace_mutator, (void *) &mcx,
+								  QTW_DONT_COPY_QUERY | QTW_IGNORE_JOINALIASES);
 	}
 }
 
