@@ -18,8 +18,9 @@
  *
  *	- its argument must be a column of a continuous view read directly in
  *	  that query level, and that column a single aggregate of the view's
- *	  definition (not an expression of aggregates, not count(DISTINCT));
- *	  else an error says why;
+ *	  definition (not an expression of aggregates); else an error says
+ *	  why.  A count(DISTINCT) column goes to combine_distinct.c: the
+ *	  union of its groups' values from the side table;
  *	- in the view's expanded query (the rewriter's subquery), the column's
  *	  expression stream_ext.finalize(state, ...) -- or the state itself for
  *	  aggregates whose state is their result -- becomes the bare state;
