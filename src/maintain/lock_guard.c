@@ -37,6 +37,7 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 
+#include "core/catalog.h"
 #include "maintain/lock_guard.h"
 #include "maintain/privileges.h"
 
@@ -93,6 +94,7 @@ lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		Oid			streamid;
 
 		MemoryContextSwitchTo(caller_cxt);
 		edata = CopyErrorData();
@@ -100,11 +102,15 @@ lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller_cxt);
 		CurrentResourceOwner = caller_owner;
+		/* roll-ups check their one privilege themselves: no kind of their own */
+		if (kind == NULL && OidIsValid(objid) &&
+			catalog_view_definition(objid, &streamid) != NULL)
+			kind = "continuous view";
 		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || !OidIsValid(objid) ||
 			kind == NULL)
 			ReThrowError(edata);
 		priv_mark_invalid_because(objid, kind,
-								  psprintf("its maintenance waited longer than stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
+								  psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
 										   stream_ext_maintenance_lock_timeout, edata->message),
 								  ERRCODE_LOCK_NOT_AVAILABLE,
 								  "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.");

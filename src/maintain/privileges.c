@@ -419,7 +419,11 @@ priv_check_read(PlannedStmt *stmt)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("%s \"%s\" is invalid: %s",
 							entry->kind, get_rel_name(rte->relid), entry->reason),
+					 strncmp(entry->reason, PRIV_LOCK_REASON_PREFIX, strlen(PRIV_LOCK_REASON_PREFIX)) == 0 ?
+					 errdetail("It stopped being maintained when another role held a lock its maintenance needed; rows inserted since are missing from it.") :
 					 errdetail("It stopped being maintained when its owner lost the privilege; rows inserted since are missing from it."),
+					 strncmp(entry->reason, PRIV_LOCK_REASON_PREFIX, strlen(PRIV_LOCK_REASON_PREFIX)) == 0 ?
+					 errhint("Drop it and create it again (stream_ext.invalid_objects lists invalid objects).") :
 					 errhint("Drop it and create it again once its owner has the privilege (stream_ext.invalid_objects lists invalid objects).")));
 	}
 }
