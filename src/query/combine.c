@@ -60,6 +60,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "query/combine.h"
+#include "query/combine_distinct.h"
 #include "query/viewplan.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_combine_unplanned);

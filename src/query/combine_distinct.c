@@ -57,7 +57,7 @@
 
 #include "core/catalog.h"
 #include "core/security.h"
-#include "query/combine.h"
+#include "query/combine_distinct.h"
 #include "query/retract.h"
 #include "query/viewplan.h"
 
