@@ -66,12 +66,14 @@ lock_guard_applies(Oid owner, Relation rel)
 
 /*
  * run(entry, trigdata, rows) in a subtransaction with the bounded lock
- * wait; on a lock timeout, objid (of kind) is marked invalid instead.
+ * wait; on a lock timeout, objid (of kind; a continuous view if kind is
+ * NULL and objid is one) or, if objid is invalid, each view objects(entry)
+ * lists is marked invalid instead.  Any other error is raised again.
  */
 void
 lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 			   struct SeBatchEntry *entry, TriggerData *trigdata, uint64 rows,
-			   Oid objid, const char *kind)
+			   Oid objid, const char *kind, List *(*objects) (struct SeBatchEntry *))
 {
 	MemoryContext caller_cxt = CurrentMemoryContext;
 	ResourceOwner caller_owner = CurrentResourceOwner;
@@ -95,6 +97,9 @@ lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 	{
 		ErrorData  *edata;
 		Oid			streamid;
+		List	   *invalid = NIL;
+		ListCell   *lc;
+		char	   *reason;
 
 		MemoryContextSwitchTo(caller_cxt);
 		edata = CopyErrorData();
@@ -102,18 +107,27 @@ lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller_cxt);
 		CurrentResourceOwner = caller_owner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+
 		/* roll-ups check their one privilege themselves: no kind of their own */
-		if (kind == NULL && OidIsValid(objid) &&
+		if (OidIsValid(objid) && kind == NULL &&
 			catalog_view_definition(objid, &streamid) != NULL)
 			kind = "continuous view";
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || !OidIsValid(objid) ||
-			kind == NULL)
+		if (OidIsValid(objid) && kind != NULL)
+			invalid = list_make1_oid(objid);
+		else if (!OidIsValid(objid) && objects != NULL)
+		{
+			invalid = objects(entry);
+			kind = "continuous view";
+		}
+		if (invalid == NIL)
 			ReThrowError(edata);
-		priv_mark_invalid_because(objid, kind,
-								  psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
-										   stream_ext_maintenance_lock_timeout, edata->message),
-								  ERRCODE_LOCK_NOT_AVAILABLE,
-								  "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.");
+		reason = psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
+						  stream_ext_maintenance_lock_timeout, edata->message);
+		foreach(lc, invalid)
+			priv_mark_invalid_because(lfirst_oid(lc), kind, reason, ERRCODE_LOCK_NOT_AVAILABLE,
+									  "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.");
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();

@@ -20,6 +20,7 @@ extern void lock_guard_init(void);
 extern bool lock_guard_applies(Oid owner, Relation rel);
 extern void lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 						   struct SeBatchEntry *entry, TriggerData *trigdata, uint64 rows,
-						   Oid objid, const char *kind);
+						   Oid objid, const char *kind,
+						   List *(*objects) (struct SeBatchEntry *));
 
 #endif							/* STREAM_EXT_LOCK_GUARD_H */

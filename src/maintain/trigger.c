@@ -319,7 +319,7 @@ se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 {
 	if (lock_guard_applies(entry->owner, trigdata->tg_relation))
 		lock_guard_run(batch_run_unit, entry, trigdata, rows, entry->objid,
-					   entry->ops->invalid_kind);
+					   entry->ops->invalid_kind, entry->ops->objects);
 	else
 		batch_run_unit(entry, trigdata, rows);
 }
