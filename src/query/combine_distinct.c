@@ -20,7 +20,18 @@
  *	           [AND a.signed_count > 0])           -- changelog streams
  *
  *	  per row of the view (m: the view's FROM item, so the view's own WHERE,
- *	  HAVING, windows and row filters pick the groups), and the combine()
+ *	  HAVING, windows and row filters pick the groups): an index probe per
+ *	  row, the side table's unique index leading with the keys.  A side
+ *	  table of variable-width keys or value has an index on the hash of
+ *	  the whole (keys, value) pair only, so there the view's FROM item is
+ *	  instead LEFT JOINed to the side table's values grouped by keys:
+ *
+ *	    m LEFT JOIN (SELECT keys, key_hash(keys) AS h, array_agg(value)
+ *	                   FROM <side table> a GROUP BY keys) v
+ *	      ON v.h = key_hash(m.keys) AND v.k1 = m.k1 OR (both NULL) ...
+ *
+ *	  one pass over the side table and a hash join, not a scan per row.
+ *	  Then the combine()
  *	  call into stream_ext.distinct_union(that array): the values of the
  *	  selected rows sorted (tuplesort: spills past work_mem) and counted
  *	  once each, with the value type's default btree equality -- the one
@@ -45,6 +56,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parse_func.h"
 #include "parser/parse_oper.h"
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
@@ -57,6 +69,9 @@
 
 #include "core/catalog.h"
 #include "core/security.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "utils/ruleutils.h"
 #include "query/combine_distinct.h"
 #include "query/retract.h"
 #include "query/viewplan.h"
@@ -141,6 +156,213 @@ side_var(Relation rel, const char *name, RangeTblEntry *rte)
 	return makeVar(1, attno, att->atttypid, att->atttypmod, att->attcollation, 0);
 }
 
+#define VALUES_ALIAS "stream_ext_values"
+
+/*
+ * Is the view's FROM m alone (range table index mvarno), or m already
+ * joined to the values of other count(DISTINCT) columns here?
+ */
+static bool
+joinable_from(Query *viewq, int mvarno)
+{
+	Node	   *item;
+
+	if (list_length(viewq->jointree->fromlist) != 1)
+		return false;
+	item = linitial(viewq->jointree->fromlist);
+	while (IsA(item, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) item;
+		RangeTblEntry *right;
+
+		if (join->jointype != JOIN_LEFT || !IsA(join->rarg, RangeTblRef))
+			return false;
+		right = rt_fetch(((RangeTblRef *) join->rarg)->rtindex, viewq->rtable);
+		if (right->rtekind != RTE_SUBQUERY || strcmp(right->eref->aliasname, VALUES_ALIAS) != 0)
+			return false;
+		item = join->larg;
+	}
+	return IsA(item, RangeTblRef) && ((RangeTblRef *) item)->rtindex == mvarno;
+}
+
+/* stream_ext.key_hash(value "any", seed int8) */
+static Oid
+key_hash_oid(void)
+{
+	Oid			args[2] = {ANYOID, INT8OID};
+
+	return LookupFuncName(list_make2(makeString("stream_ext"), makeString("key_hash")),
+						  2, args, false);
+}
+
+/* the hash of the keys vars: key_hash(k_n, ... key_hash(k_1, 0)) */
+static Node *
+keys_hash_expr(List *vars, Oid fn)
+{
+	Node	   *h = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+									   Int64GetDatum(0), false, FLOAT8PASSBYVAL);
+	ListCell   *lc;
+
+	foreach(lc, vars)
+		h = (Node *) makeFuncExpr(fn, INT8OID, list_make2(copyObject(lfirst(lc)), h),
+								  InvalidOid, exprCollation((Node *) lfirst(lc)),
+								  COERCE_EXPLICIT_CALL);
+	return h;
+}
+
+/*
+ * The view's FROM item m (range table index mvarno, its only FROM item)
+ * LEFT JOINed to the side table's values per group (see the file header);
+ * returns the Var of the values' array, NULL for a group without values.
+ */
+static Var *
+join_side_values(Oid auxid, CVPlan *plan, Query *viewq, int mvarno, List *mvars,
+				 RangeTblEntry *matrte)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	int			n = 0;
+	SeRunAs		runas;
+	Oid			owner = OidIsValid(matrte->checkAsUser) ? matrte->checkAsUser : GetUserId();
+	List	   *raw;
+	Query	   *grouped;
+	RangeTblEntry *vrte;
+	RangeTblEntry *jrte;
+	JoinExpr   *join;
+	RangeTblRef *rref = makeNode(RangeTblRef);
+	List	   *colnames;
+	List	   *colvars;
+	List	   *quals = NIL;
+	List	   *avars = NIL;
+	int			vvarno;
+	Oid			fn = key_hash_oid();
+	Oid			int8eq = lookup_type_cache(INT8OID, TYPECACHE_EQ_OPR)->eq_opr;
+	OpExpr	   *heq;
+	TargetEntry *valtle;
+
+	/* the side table's values grouped by keys, analyzed as the view reads it */
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	foreach(lc, plan->keys)
+		appendStringInfo(&sql, "a.%s, ", quote_identifier(((CVKey *) lfirst(lc))->colname));
+	{
+		StringInfoData h;
+
+		initStringInfo(&h);
+		appendStringInfoString(&h, "0::pg_catalog.int8");
+		foreach(lc, plan->keys)
+		{
+			char	   *prev = pstrdup(h.data);
+
+			resetStringInfo(&h);
+			appendStringInfo(&h, "stream_ext.key_hash(a.%s, %s)",
+							 quote_identifier(((CVKey *) lfirst(lc))->colname), prev);
+		}
+		appendStringInfo(&sql, "%s AS stream_ext_h, pg_catalog.array_agg(a.value) AS stream_ext_values FROM %s a",
+						 h.data, quote_qualified_identifier(get_namespace_name(get_rel_namespace(auxid)),
+															get_rel_name(auxid)));
+	}
+	if (se_stream_is_changelog(plan->streamid))
+		appendStringInfoString(&sql, " WHERE a." SE_SIDE_COUNT_COLUMN " OPERATOR(pg_catalog.>) 0");
+	appendStringInfoString(&sql, " GROUP BY ");
+	for (n = 1; n <= list_length(plan->keys); n++)
+		appendStringInfo(&sql, "%s%d", n > 1 ? ", " : "", n);
+
+	se_run_as_owner(&runas, owner, NULL);
+	raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
+	grouped = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.data, NULL, 0, NULL);
+	se_restore(&runas);
+	foreach(lc, grouped->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			rte->checkAsUser = matrte->checkAsUser;
+	}
+
+	/* v: the grouped values, a subquery of the view's query */
+	vrte = makeNode(RangeTblEntry);
+	vrte->rtekind = RTE_SUBQUERY;
+	vrte->subquery = grouped;
+	vrte->alias = NULL;
+	colnames = NIL;
+	foreach(lc, grouped->targetList)
+		colnames = lappend(colnames, makeString(pstrdup(((TargetEntry *) lfirst(lc))->resname)));
+	vrte->eref = makeAlias(VALUES_ALIAS, colnames);
+	vrte->inFromCl = true;
+	viewq->rtable = lappend(viewq->rtable, vrte);
+	vvarno = list_length(viewq->rtable);
+
+	/* ON v.h = key_hash(m.keys) AND v.k = m.k (or both NULL) ... */
+	n = 0;
+	foreach(lc, grouped->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *v = makeVar(vvarno, tle->resno, exprType((Node *) tle->expr),
+								exprTypmod((Node *) tle->expr),
+								exprCollation((Node *) tle->expr), 0);
+
+		if (n < list_length(plan->keys))
+		{
+			quals = lappend(quals, null_safe_equal(v, list_nth(mvars, n)));
+			avars = lappend(avars, v);
+		}
+		else if (n == list_length(plan->keys))
+		{
+			heq = (OpExpr *) make_opclause(int8eq, BOOLOID, false, (Expr *) v,
+										   (Expr *) keys_hash_expr(mvars, fn),
+										   InvalidOid, InvalidOid);
+			set_opfuncid(heq);
+			quals = lcons(heq, quals);
+		}
+		n++;
+	}
+
+	/* the join, in the range table and as the view's FROM */
+	jrte = makeNode(RangeTblEntry);
+	jrte->rtekind = RTE_JOIN;
+	jrte->jointype = JOIN_LEFT;
+	jrte->joinmergedcols = 0;
+	jrte->inFromCl = true;
+	colnames = NIL;
+	{
+		Node	   *left = linitial(viewq->jointree->fromlist);
+		int			leftindex = IsA(left, RangeTblRef) ? ((RangeTblRef *) left)->rtindex :
+			((JoinExpr *) left)->rtindex;
+
+		expandRTE(rt_fetch(leftindex, viewq->rtable), leftindex, 0, -1, false, &colnames, &colvars);
+		jrte->joinaliasvars = colvars;
+		foreach(lc, colvars)
+			jrte->joinleftcols = lappend_int(jrte->joinleftcols, ((Var *) lfirst(lc))->varattno);
+	}
+	{
+		List	   *rnames;
+		List	   *rvars;
+
+		expandRTE(vrte, vvarno, 0, -1, false, &rnames, &rvars);
+		colnames = list_concat(colnames, rnames);
+		jrte->joinaliasvars = list_concat(jrte->joinaliasvars, rvars);
+		foreach(lc, rvars)
+			jrte->joinrightcols = lappend_int(jrte->joinrightcols, ((Var *) lfirst(lc))->varattno);
+	}
+	jrte->eref = makeAlias("unnamed_join", colnames);
+	viewq->rtable = lappend(viewq->rtable, jrte);
+
+	rref->rtindex = vvarno;
+	join = makeNode(JoinExpr);
+	join->jointype = JOIN_LEFT;
+	join->isNatural = false;
+	join->larg = (Node *) linitial(viewq->jointree->fromlist);
+	join->rarg = (Node *) rref;
+	join->quals = (Node *) makeBoolExpr(AND_EXPR, quals, -1);
+	join->rtindex = list_length(viewq->rtable);
+	viewq->jointree->fromlist = list_make1(join);
+
+	valtle = llast(grouped->targetList);
+	return makeVar(vvarno, valtle->resno, exprType((Node *) valtle->expr), -1,
+				   exprCollation((Node *) valtle->expr), 0);
+}
+
 /*
  * Column attno of continuous view viewid is count(DISTINCT) agg of plan;
  * viewq is the view's expanded query in the range table entry read by the
@@ -164,6 +386,7 @@ combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
 	Query	   *sub;
 	SubLink    *sublink;
 	List	   *quals = NIL;
+	List	   *mvars = NIL;		/* the view row's keys, in its query */
 	ListCell   *lc;
 	Var		   *value;
 	Oid			arraytype;
@@ -211,6 +434,17 @@ combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
 					 errdetail("The view's rows do not carry its group key \"%s\".", key->colname)));
 		m = makeVar(count->varno, pos, a->vartype, a->vartypmod, a->varcollid, 1);
 		quals = lappend(quals, null_safe_equal(a, m));
+		mvars = lappend(mvars, makeVar(count->varno, pos, a->vartype, a->vartypmod,
+									   a->varcollid, 0));
+	}
+
+	/* no index by keys: one pass over the side table, joined by hash */
+	if (cv_auxrel_hashed(plan, agg) && !plan->keyless && joinable_from(viewq, count->varno))
+	{
+		table_close(rel, NoLock);
+		value = join_side_values(auxid, plan, viewq, count->varno, mvars, matrte);
+		tle->expr = (Expr *) value;
+		return makeVar(varno, attno, value->vartype, -1, value->varcollid, 0);
 	}
 	/* a changelog stream's value is in the group while its count is > 0 */
 	if (se_stream_is_changelog(plan->streamid))
