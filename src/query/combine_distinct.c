@@ -363,6 +363,47 @@ join_side_values(Oid auxid, CVPlan *plan, Query *viewq, int mvarno, List *mvars,
 				   exprCollation((Node *) valtle->expr), 0);
 }
 
+/* a = b */
+static Node *
+plain_equal(Var *a, Var *b)
+{
+	TypeCacheEntry *tc = lookup_type_cache(a->vartype, TYPECACHE_EQ_OPR);
+	OpExpr	   *eq = (OpExpr *) make_opclause(tc->eq_opr, BOOLOID, false,
+											  (Expr *) copyObject(a), (Expr *) copyObject(b),
+											  InvalidOid, a->varcollid);
+
+	set_opfuncid(eq);
+	return (Node *) eq;
+}
+
+/* ARRAY(SELECT value FROM <rtable's side table> WHERE quals) */
+static SubLink *
+values_sublink(List *rtable, List *quals, Var *value)
+{
+	Query	   *sub = makeNode(Query);
+	RangeTblRef *ref = makeNode(RangeTblRef);
+	SubLink    *sublink = makeNode(SubLink);
+
+	sub->commandType = CMD_SELECT;
+	sub->querySource = QSRC_ORIGINAL;
+	sub->canSetTag = true;
+	sub->rtable = rtable;
+	ref->rtindex = 1;
+	sub->jointree = makeFromExpr(list_make1(ref),
+								 quals == NIL ? NULL :
+								 list_length(quals) == 1 ? linitial(quals) :
+								 (Node *) makeBoolExpr(AND_EXPR, quals, -1));
+	sub->targetList = list_make1(makeTargetEntry((Expr *) copyObject(value), 1, "value", false));
+
+	sublink->subLinkType = ARRAY_SUBLINK;
+	sublink->subLinkId = 0;
+	sublink->testexpr = NULL;
+	sublink->operName = NIL;
+	sublink->subselect = (Node *) sub;
+	sublink->location = -1;
+	return sublink;
+}
+
 /*
  * Column attno of continuous view viewid is count(DISTINCT) agg of plan;
  * viewq is the view's expanded query in the range table entry read by the
@@ -383,9 +424,8 @@ combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
 	Oid			auxid = cv_distinct_side_table(plan, agg, parts);
 	Relation	rel;
 	ParseState *pstate;
-	Query	   *sub;
-	SubLink    *sublink;
 	List	   *quals = NIL;
+	List	   *eq_quals = NIL;	/* the same for keys that are not NULL */
 	List	   *mvars = NIL;		/* the view row's keys, in its query */
 	ListCell   *lc;
 	Var		   *value;
@@ -434,6 +474,7 @@ combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
 					 errdetail("The view's rows do not carry its group key \"%s\".", key->colname)));
 		m = makeVar(count->varno, pos, a->vartype, a->vartypmod, a->varcollid, 1);
 		quals = lappend(quals, null_safe_equal(a, m));
+		eq_quals = lappend(eq_quals, plain_equal(a, m));
 		mvars = lappend(mvars, makeVar(count->varno, pos, a->vartype, a->vartypmod,
 									   a->varcollid, 0));
 	}
@@ -461,21 +502,11 @@ combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
 											InvalidOid, InvalidOid);
 		set_opfuncid(positive);
 		quals = lappend(quals, positive);
+		if (eq_quals != NIL)
+			eq_quals = lappend(eq_quals, copyObject(positive));
 	}
 	value = side_var(rel, "value", rte);
 	table_close(rel, NoLock);
-
-	sub = makeNode(Query);
-	sub->commandType = CMD_SELECT;
-	sub->querySource = QSRC_ORIGINAL;
-	sub->canSetTag = true;
-	sub->rtable = pstate->p_rtable;
-	sub->jointree = makeFromExpr(list_make1(makeNode(RangeTblRef)),
-								 quals == NIL ? NULL :
-								 list_length(quals) == 1 ? linitial(quals) :
-								 (Node *) makeBoolExpr(AND_EXPR, quals, -1));
-	((RangeTblRef *) linitial(sub->jointree->fromlist))->rtindex = 1;
-	sub->targetList = list_make1(makeTargetEntry((Expr *) value, 1, "value", false));
 
 	arraytype = get_array_type(value->vartype);
 	if (!OidIsValid(arraytype))
@@ -484,14 +515,42 @@ combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
 				 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\"",
 						agg->colname, get_rel_name(viewid)),
 				 errdetail("Type %s has no array type.", format_type_be(value->vartype))));
-	sublink = makeNode(SubLink);
-	sublink->subLinkType = ARRAY_SUBLINK;
-	sublink->subLinkId = 0;
-	sublink->testexpr = NULL;
-	sublink->operName = NIL;
-	sublink->subselect = (Node *) sub;
-	sublink->location = -1;
-	tle->expr = (Expr *) sublink;
+
+	/*
+	 * A row whose keys are all non-NULL probes the index with plain
+	 * equalities on every key; the null-safe form (an OR per key) would
+	 * use the index's first column only.  Rows with a NULL key take it.
+	 */
+	if (eq_quals == NIL)
+		tle->expr = (Expr *) values_sublink(pstate->p_rtable, quals, value);
+	else
+	{
+		CaseExpr   *kase = makeNode(CaseExpr);
+		CaseWhen   *when = makeNode(CaseWhen);
+		List	   *not_null = NIL;
+
+		foreach(lc, mvars)
+		{
+			NullTest   *test = makeNode(NullTest);
+
+			test->arg = (Expr *) copyObject(lfirst(lc));
+			test->nulltesttype = IS_NOT_NULL;
+			test->argisrow = false;
+			test->location = -1;
+			not_null = lappend(not_null, test);
+		}
+		when->expr = list_length(not_null) == 1 ? linitial(not_null) :
+			(Expr *) makeBoolExpr(AND_EXPR, not_null, -1);
+		when->result = (Expr *) values_sublink(copyObject(pstate->p_rtable), eq_quals, value);
+		when->location = -1;
+		kase->casetype = arraytype;
+		kase->casecollid = value->varcollid;
+		kase->arg = NULL;
+		kase->args = list_make1(when);
+		kase->defresult = (Expr *) values_sublink(pstate->p_rtable, quals, value);
+		kase->location = -1;
+		tle->expr = (Expr *) kase;
+	}
 	viewq->hasSubLinks = true;
 
 	return makeVar(varno, attno, arraytype, -1, value->varcollid, 0);
