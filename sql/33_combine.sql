@@ -117,10 +117,12 @@ SELECT count(*) FROM per_minute_mrel;
 SELECT stream_ext.combine(n) FROM busy;
 RESET ROLE;
 
+-- an exact count(DISTINCT) merges from its side table (more in 52_combine_distinct)
+SELECT stream_ext.combine(users_exact) = (SELECT count(DISTINCT user_id) FROM clicks) AS exact_union FROM per_minute;
+
 -- what combine() refuses
 SELECT stream_ext.combine(url) FROM per_minute;
 SELECT stream_ext.combine(ratio) FROM per_minute;
-SELECT stream_ext.combine(users_exact) FROM per_minute;
 SELECT stream_ext.combine(hits), max(hits) FROM per_minute;
 SELECT stream_ext.combine(hits) FROM (SELECT * FROM per_minute) p;
 SELECT stream_ext.combine(x) FROM (VALUES (1), (2)) t(x);

@@ -24,6 +24,7 @@
 #include "kafka/sink.h"
 #include "kafka/source.h"
 #include "maintain/compact.h"
+#include "maintain/lock_guard.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
@@ -58,6 +59,7 @@ _PG_init(void)
 	aggsupport_define_gucs();
 	maintain_init();
 	privileges_init();
+	lock_guard_init();
 	stats_init();
 	compact_init();
 	kafka_common_init();

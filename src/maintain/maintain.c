@@ -720,6 +720,19 @@ group_finish(SeBatchEntry *entry, TriggerData *trigdata, uint64 written)
 	}
 }
 
+/* the views of a group (the lock guard marks them invalid together) */
+static List *
+group_objects(SeBatchEntry *entry)
+{
+	MaintGroup *group = entry->kind;
+	List	   *objects = NIL;
+	ListCell   *lc;
+
+	foreach(lc, group->views)
+		objects = lappend_oid(objects, ((MaintView *) lfirst(lc))->cat.viewid);
+	return objects;
+}
+
 static const SeBatchOps group_ops = {
 	.name = "stream_ext.maintain_views()",
 	.admit = group_admit,
@@ -728,6 +741,7 @@ static const SeBatchOps group_ops = {
 	.finish = group_finish,
 	.materialize = true,
 	.plan_rows = MAINT_PLAN_ROWS,
+	.objects = group_objects,
 };
 
 /* ---- one trigger for all views of a stream ------------------------------ */

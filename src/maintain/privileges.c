@@ -352,6 +352,15 @@ priv_invalid_reason(Oid relid)
 void
 priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 {
+	priv_mark_invalid_because(relid, kind, reason, ERRCODE_INSUFFICIENT_PRIVILEGE,
+							  "Drop it and create it again once its owner has the privilege.");
+}
+
+/* the same, for another reason than a privilege (lock_guard.c) */
+void
+priv_mark_invalid_because(Oid relid, const char *kind, const char *reason,
+						  int sqlstate, const char *hint)
+{
 	if (!OidIsValid(catalog_invalid_objects_relid()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -362,10 +371,10 @@ priv_mark_invalid(Oid relid, const char *kind, const char *reason)
 	/* other backends reload their set, and replan queries reading it */
 	CacheInvalidateRelcacheByRelid(relid);
 	ereport(WARNING,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			(errcode(sqlstate),
 			 errmsg("%s \"%s\" is no longer maintained: %s", kind, get_rel_name(relid), reason),
 			 errdetail("The rows of this statement and all later ones are not applied to it; reading it raises an error."),
-			 errhint("Drop it and create it again once its owner has the privilege.")));
+			 errhint("%s", hint)));
 }
 
 /*
@@ -410,7 +419,11 @@ priv_check_read(PlannedStmt *stmt)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("%s \"%s\" is invalid: %s",
 							entry->kind, get_rel_name(rte->relid), entry->reason),
+					 strncmp(entry->reason, PRIV_LOCK_REASON_PREFIX, strlen(PRIV_LOCK_REASON_PREFIX)) == 0 ?
+					 errdetail("It stopped being maintained when another role held a lock its maintenance needed; rows inserted since are missing from it.") :
 					 errdetail("It stopped being maintained when its owner lost the privilege; rows inserted since are missing from it."),
+					 strncmp(entry->reason, PRIV_LOCK_REASON_PREFIX, strlen(PRIV_LOCK_REASON_PREFIX)) == 0 ?
+					 errhint("Drop it and create it again (stream_ext.invalid_objects lists invalid objects).") :
 					 errhint("Drop it and create it again once its owner has the privilege (stream_ext.invalid_objects lists invalid objects).")));
 	}
 }

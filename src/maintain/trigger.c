@@ -42,6 +42,7 @@
 #include "core/util.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
+#include "maintain/lock_guard.h"
 #include "maintain/trigger.h"
 
 static HTAB *batch_cache = NULL;
@@ -308,10 +309,23 @@ se_batch_plans(SeBatchEntry *entry, TriggerData *trigdata)
  * One entry's part of a batch (SPI connected, the batch registered): admit,
  * the owner's context, plans, privileges, run, stats and NOTIFY.  An entry
  * of its own trigger, or one unit of a dispatching trigger's entry (its
- * run calls this for each).
+ * run calls this for each).  A unit owned by another role than the
+ * relation inserted into waits for locks a bounded time (lock_guard.c).
  */
+static void batch_run_unit(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows);
+
 void
 se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
+{
+	if (lock_guard_applies(entry->owner, trigdata->tg_relation))
+		lock_guard_run(batch_run_unit, entry, trigdata, rows, entry->objid,
+					   entry->ops->invalid_kind, entry->ops->objects);
+	else
+		batch_run_unit(entry, trigdata, rows);
+}
+
+static void
+batch_run_unit(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 {
 	const SeBatchOps *ops = entry->ops;
 	SeRunAs		runas;

@@ -67,6 +67,13 @@ typedef struct SeBatchOps
 
 	/* priv_mark_invalid()'s kind; NULL: no per-batch privilege check */
 	const char *invalid_kind;
+
+	/*
+	 * The continuous views a unit maintains when it is not one object
+	 * (objid invalid: a shared aggregation's views), for the lock guard
+	 * (lock_guard.c) to mark invalid.  NULL: objid.
+	 */
+	List	   *(*objects) (SeBatchEntry *entry);
 } SeBatchOps;
 
 /* one trigger's entry of the per-backend cache */

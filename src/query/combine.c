@@ -18,8 +18,9 @@
  *
  *	- its argument must be a column of a continuous view read directly in
  *	  that query level, and that column a single aggregate of the view's
- *	  definition (not an expression of aggregates, not count(DISTINCT));
- *	  else an error says why;
+ *	  definition (not an expression of aggregates); else an error says
+ *	  why.  A count(DISTINCT) column goes to combine_distinct.c: the
+ *	  union of its groups' values from the side table;
  *	- in the view's expanded query (the rewriter's subquery), the column's
  *	  expression stream_ext.finalize(state, ...) -- or the state itself for
  *	  aggregates whose state is their result -- becomes the bare state;
@@ -59,6 +60,8 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "query/combine.h"
+#include "query/combine_distinct.h"
+#include "query/viewplan.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_combine_unplanned);
 
@@ -67,6 +70,7 @@ static bool oids_valid = false;
 static Oid	combine_oid = InvalidOid;	/* stream_ext.combine(anyelement) */
 static Oid	merge_states_oid = InvalidOid;
 static Oid	finalize_oid = InvalidOid;
+static Oid	distinct_union_oid = InvalidOid;	/* stream_ext.distinct_union(anyarray) */
 
 static void
 forget_oids(Datum arg, int cacheid, uint32 hashvalue)
@@ -88,13 +92,14 @@ lookup_oids(void)
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_oids, (Datum) 0);
 		registered = true;
 	}
-	combine_oid = merge_states_oid = finalize_oid = InvalidOid;
+	combine_oid = merge_states_oid = finalize_oid = distinct_union_oid = InvalidOid;
 	nsp = get_namespace_oid("stream_ext", true);
 	if (OidIsValid(nsp))
 	{
 		Oid			one[1] = {ANYELEMENTOID};
 		Oid			merge[2] = {ANYELEMENTOID, REGPROCEDUREOID};
 		Oid			fin[3] = {ANYOID, REGPROCEDUREOID, ANYCOMPATIBLEOID};
+		Oid			arr[1] = {ANYARRAYOID};
 		List	   *name;
 
 		name = list_make2(makeString("stream_ext"), makeString("combine"));
@@ -103,6 +108,8 @@ lookup_oids(void)
 		merge_states_oid = LookupFuncName(name, 2, merge, true);
 		name = list_make2(makeString("stream_ext"), makeString("finalize"));
 		finalize_oid = LookupFuncName(name, 3, fin, true);
+		name = list_make2(makeString("stream_ext"), makeString("distinct_union"));
+		distinct_union_oid = LookupFuncName(name, 1, arr, true);
 		if (!OidIsValid(merge_states_oid) || !OidIsValid(finalize_oid))
 			combine_oid = InvalidOid;
 	}
@@ -199,7 +206,7 @@ expanded_view(RangeTblEntry *rte)
  * analyzed again; errors if viewid is none.
  */
 static Query *
-view_definition(Oid viewid)
+view_definition(Oid viewid, char **text)
 {
 	Oid			streamid = InvalidOid;
 	char	   *definition = catalog_view_definition(viewid, &streamid);
@@ -228,6 +235,7 @@ view_definition(Oid viewid)
 	raw = raw_parser(definition, RAW_PARSE_DEFAULT);
 	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
 	se_unpin_settings(nestlevel);
+	*text = definition;
 	return def;
 }
 
@@ -252,7 +260,7 @@ column_aggregate(Query *def, Oid viewid, AttrNumber attno, const char *colname)
 			continue;
 		if (!IsA(tle->expr, Aggref))
 			break;
-		if (((Aggref *) tle->expr)->aggdistinct != NIL)
+		if (((Aggref *) tle->expr)->aggdistinct != NIL && !OidIsValid(distinct_union_oid))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\": it is a count(DISTINCT ...)",
@@ -269,6 +277,20 @@ column_aggregate(Query *def, Oid viewid, AttrNumber attno, const char *colname)
 	return NULL;				/* keep compiler quiet */
 }
 
+/*
+ * Is expr, a view's column without its finalize(), one stored state: the
+ * state itself, or coalesce(state, constant) (count(*) and count(x) over a
+ * changelog stream, retract.c)?  Not an expression of several states.
+ */
+static bool
+is_one_state(Node *expr)
+{
+	if (IsA(expr, CoalesceExpr) && list_length(((CoalesceExpr *) expr)->args) == 2 &&
+		IsA(lsecond(((CoalesceExpr *) expr)->args), Const))
+		expr = linitial(((CoalesceExpr *) expr)->args);
+	return IsA(expr, Var);
+}
+
 /* a regprocedure constant */
 static Const *
 regproc_const(Oid procid)
@@ -280,7 +302,9 @@ regproc_const(Oid procid)
 /*
  * What a combine() call becomes: finalize(merge_states(state, agg), agg,
  * NULL::result), with merge_states an Aggref of the same query level
- * (keeping the call's FILTER).
+ * (keeping the call's FILTER).  A count(DISTINCT) column (aggfnoid
+ * InvalidOid, state: the array of its values, combine_distinct.c) becomes
+ * stream_ext.distinct_union(values).
  */
 static Node *
 merged_call(Aggref *call, Var *state, Oid aggfnoid)
@@ -289,6 +313,23 @@ merged_call(Aggref *call, Var *state, Oid aggfnoid)
 	FuncExpr   *fin;
 	Oid			statetype = state->vartype;
 
+	if (!OidIsValid(aggfnoid))
+	{
+		merge->aggfnoid = distinct_union_oid;
+		merge->aggtype = INT8OID;
+		merge->aggcollid = InvalidOid;
+		merge->inputcollid = state->varcollid;
+		merge->aggtranstype = InvalidOid;
+		merge->aggargtypes = list_make1_oid(statetype);
+		merge->args = list_make1(makeTargetEntry((Expr *) state, 1, NULL, false));
+		merge->aggfilter = call->aggfilter;
+		merge->aggkind = AGGKIND_NORMAL;
+		merge->aggsplit = AGGSPLIT_SIMPLE;
+		merge->aggno = -1;
+		merge->aggtransno = -1;
+		merge->location = call->location;
+		return (Node *) merge;
+	}
 	merge->aggfnoid = merge_states_oid;
 	merge->aggtype = statetype;
 	merge->aggcollid = state->varcollid;
@@ -325,6 +366,8 @@ typedef struct MutateContext
 	List	   *aggs;			/* parallel: aggregate OID (as oid list) */
 	List	   *attlist;		/* parallel: attno (int list) */
 	int			levelsup;
+	List	   *join_columns;	/* (join rtindex, attno) pairs, as int lists,
+								 * aliasing a rewritten column */
 	const char *viewname;
 	List	   *colnames;
 } MutateContext;
@@ -356,8 +399,20 @@ replace_mutator(Node *node, MutateContext *cx)
 	{
 		Var		   *var = (Var *) node;
 
-		if (var->varlevelsup == cx->levelsup && var->varno == cx->varno &&
-			(var->varattno == 0 || bms_is_member(var->varattno, cx->attnos)))
+		ListCell   *lj;
+		bool		aliased = false;
+
+		foreach(lj, cx->join_columns)
+		{
+			if (var->varlevelsup == cx->levelsup &&
+				var->varno == linitial_int(lfirst(lj)) &&
+				(var->varattno == 0 || var->varattno == lsecond_int(lfirst(lj))))
+				aliased = true;
+		}
+		if (var->varlevelsup == cx->levelsup &&
+			((var->varno == cx->varno &&
+			  (var->varattno == 0 || bms_is_member(var->varattno, cx->attnos))) ||
+			 aliased))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("column \"%s\" of continuous view \"%s\" is read through stream_ext.combine() and otherwise in the same query",
@@ -376,6 +431,50 @@ replace_mutator(Node *node, MutateContext *cx)
 		return (Node *) result;
 	}
 	return expression_tree_mutator(node, replace_mutator, (void *) cx);
+}
+
+/* does expr read one of cx's rewritten columns (at the query's level)? */
+static bool
+reads_rewritten_walker(Node *node, MutateContext *cx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varlevelsup == 0 && ((Var *) node)->varno == cx->varno &&
+			bms_is_member(((Var *) node)->varattno, cx->attnos);
+	return expression_tree_walker(node, reads_rewritten_walker, (void *) cx);
+}
+
+/*
+ * The columns of q's joins that alias a rewritten column (FROM v JOIN t
+ * USING (k) names every column of v again): each becomes a NULL of its
+ * type, so that the join's columns keep their types, and any read of it
+ * is refused like a read of the column itself.
+ */
+static void
+hide_join_aliases(Query *q, MutateContext *cx)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		ListCell   *la;
+
+		if (rte->rtekind != RTE_JOIN)
+			continue;
+		foreach(la, rte->joinaliasvars)
+		{
+			Node	   *alias = lfirst(la);
+
+			if (alias == NULL || !reads_rewritten_walker(alias, cx))
+				continue;
+			lfirst(la) = makeNullConst(exprType(alias), exprTypmod(alias), exprCollation(alias));
+			cx->join_columns = lappend(cx->join_columns,
+									   list_make2_int(foreach_current_index(lc) + 1,
+													  foreach_current_index(la) + 1));
+		}
+	}
 }
 
 static void
@@ -400,6 +499,8 @@ rewrite_query(Query *q)
 		MutateContext mcx = {0};
 		Oid			viewid = InvalidOid;
 		Query	   *def = NULL; /* the view's definition, analyzed once */
+		char	   *deftext = NULL;
+		CVPlan	   *plan = NULL;	/* and broken into keys and aggregates */
 
 		foreach(lc, fcx.calls)
 		{
@@ -425,16 +526,46 @@ rewrite_query(Query *q)
 				mcx.colnames = rte->eref->colnames;
 			}
 			if (def == NULL)
-				def = view_definition(viewid);
+				def = view_definition(viewid, &deftext);
 			agg = column_aggregate(def, viewid, call->attno,
 								   strVal(list_nth(rte->eref->colnames, call->attno - 1)));
 			tle = get_tle_by_resno(rte->subquery->targetList, call->attno);
 			if (tle == NULL)
 				elog(ERROR, "continuous view %u has no column %d", viewid, call->attno);
+			if (agg->aggdistinct != NIL)
+			{
+				/* count(DISTINCT): its values, from the side table */
+				CVAgg	   *cvagg;
+
+				if (plan == NULL)
+					plan = cv_reanalyze(viewid, copyObject(def), deftext);
+				cvagg = cv_column_agg(plan, call->attno);
+				if (cvagg == NULL || !cvagg->is_distinct)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\"",
+									strVal(list_nth(rte->eref->colnames, call->attno - 1)),
+									mcx.viewname),
+							 errdetail("Of the aggregates with DISTINCT, only count(DISTINCT ...) keeps its values.")));
+				state = combine_distinct_column(viewid, plan, cvagg, rte->subquery,
+												varno, call->attno);
+				mcx.attnos = bms_add_member(mcx.attnos, call->attno);
+				mcx.states = lappend(mcx.states, state);
+				mcx.aggs = lappend_oid(mcx.aggs, InvalidOid);
+				mcx.attlist = lappend_int(mcx.attlist, call->attno);
+				continue;
+			}
 			/* finalize(state, agg, NULL::t) -> state; a direct state stays */
 			expr = (Node *) tle->expr;
 			if (IsA(expr, FuncExpr) && ((FuncExpr *) expr)->funcid == finalize_oid)
 				expr = linitial(((FuncExpr *) expr)->args);
+			if (!is_one_state(expr))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\": it is computed from several stored states",
+								strVal(list_nth(rte->eref->colnames, call->attno - 1)), mcx.viewname),
+						 errdetail("Over a changelog stream, sum, avg, the variances, bool_and and bool_or are kept as signed sums and counts; of them, combine() merges count(*) and count(x)."),
+						 errhint("Keep the signed parts as columns of their own (e.g. sum(x) and count(x)) and combine those.")));
 			tle->expr = (Expr *) expr;
 			state = makeVar(varno, call->attno, exprType(expr), exprTypmod(expr),
 							exprCollation(expr), 0);
@@ -446,7 +577,9 @@ rewrite_query(Query *q)
 		if (mcx.attnos == NULL)
 			continue;
 		/* the calls become merges, and nothing else may read those columns */
-		(void) query_tree_mutator(q, replace_mutator, (void *) &mcx, QTW_DONT_COPY_QUERY);
+		hide_join_aliases(q, &mcx);
+		(void) query_tree_mutator(q, replace_mutator, (void *) &mcx,
+								  QTW_DONT_COPY_QUERY | QTW_IGNORE_JOINALIASES);
 	}
 }
 

@@ -109,6 +109,7 @@
 #include "maintain/trigger.h"
 #include "query/retract.h"
 #include "query/rollup.h"
+#include "query/viewplan.h"
 #include "windows/windows.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_maintain_rollup);
@@ -155,9 +156,8 @@ upstream_plan(RollupSpec *spec, const char *definition)
 	if (list_length(raw) != 1)
 		elog(ERROR, "unexpected definition of continuous view \"%s\"", upstream_name(spec));
 	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
-	spec->uplan = palloc0(sizeof(CVPlan));
-	cv_analyze(def, definition, cv_view_column_aliases(spec->upstream), NULL, spec->uplan);
 	se_unpin_settings(nestlevel);
+	spec->uplan = cv_reanalyze(spec->upstream, def, definition);
 	if (def->havingQual != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -181,32 +181,6 @@ numeric_cast_arg(Expr *expr)
 		list_length(((FuncExpr *) expr)->args) == 1)
 		return (Expr *) linitial(((FuncExpr *) expr)->args);
 	return expr;
-}
-
-/*
- * The side table of the upstream's count(DISTINCT) agg: the view's side
- * tables are recorded in the order of its count(DISTINCT) aggregates
- * (parts: the materialization, then the side tables).
- */
-static Oid
-distinct_side_table(CVPlan *up, CVAgg *agg, List *parts)
-{
-	ListCell   *lc;
-	int			n = 0;
-
-	foreach(lc, up->aggs)
-	{
-		CVAgg	   *a = lfirst(lc);
-
-		if (!a->is_distinct)
-			continue;
-		n++;
-		if (a == agg)
-			break;
-	}
-	if (n >= list_length(parts))
-		elog(ERROR, "stream_ext: side table %d of a continuous view is missing", n);
-	return list_nth_oid(parts, n);
 }
 
 /* what each column of the upstream view is, and where it is stored */
@@ -266,7 +240,7 @@ upstream_columns(RollupSpec *spec)
 					col->expr = (Expr *) agg->aggref;
 					col->stored = agg->colname;
 					if (agg->is_distinct)
-						col->auxid = distinct_side_table(up, agg, parts);
+						col->auxid = cv_distinct_side_table(up, agg, parts);
 					break;
 				}
 			}

@@ -13,3 +13,21 @@ CREATE AGGREGATE stream_ext.combine(anyelement) (
     SFUNC = stream_ext.combine_unplanned,
     STYPE = anyelement
 );
+
+-- combine() of an exact count(DISTINCT) column (query/combine_distinct.c):
+-- the number of distinct values in the arrays of the rows read, each row's
+-- array being its group's values from the view's side table.
+CREATE FUNCTION stream_ext.distinct_union_trans(state internal, vals anyarray)
+    RETURNS internal
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_union_trans'
+    LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION stream_ext.distinct_union_final(state internal)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_union_final'
+    LANGUAGE C CALLED ON NULL INPUT;
+CREATE AGGREGATE stream_ext.distinct_union(anyarray) (
+    SFUNC = stream_ext.distinct_union_trans,
+    STYPE = internal,
+    FINALFUNC = stream_ext.distinct_union_final,
+    FINALFUNC_MODIFY = READ_WRITE
+);

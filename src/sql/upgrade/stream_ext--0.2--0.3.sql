@@ -755,3 +755,19 @@ CREATE OR REPLACE FUNCTION stream_ext.cancel_backfill(view regclass)
     RETURNS boolean
     AS 'MODULE_PATHNAME', 'stream_ext_cancel_backfill_or_rebuild'
     LANGUAGE C STRICT VOLATILE;
+
+-- combine: stream_ext.combine() of an exact count(DISTINCT) column (query/combine_distinct.c)
+CREATE FUNCTION stream_ext.distinct_union_trans(state internal, vals anyarray)
+    RETURNS internal
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_union_trans'
+    LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION stream_ext.distinct_union_final(state internal)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_union_final'
+    LANGUAGE C CALLED ON NULL INPUT;
+CREATE AGGREGATE stream_ext.distinct_union(anyarray) (
+    SFUNC = stream_ext.distinct_union_trans,
+    STYPE = internal,
+    FINALFUNC = stream_ext.distinct_union_final,
+    FINALFUNC_MODIFY = READ_WRITE
+);

@@ -1,0 +1,134 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_guard.c
+ *	  The owner of a stream can always insert into it: the maintenance of
+ *	  an object owned by another role waits for locks a bounded time.
+ *
+ *	  A batch maintains every view, transform and roll-up attached to the
+ *	  relation inserted into, in the inserting transaction.  Their owners
+ *	  own the tables that maintenance writes (materialization, delta, side
+ *	  tables, change stream) and may lock them: LOCK TABLE in an open
+ *	  transaction, SELECT ... FOR UPDATE of their rows, REINDEX.  The
+ *	  inserting statement would then wait for as long as they like -- and a
+ *	  REVOKE cannot help, since the batch waits before its privilege check.
+ *
+ *	  So a unit of a batch whose owner is not the owner of the relation
+ *	  inserted into runs in a subtransaction with lock_timeout set to
+ *	  stream_ext.maintenance_lock_timeout (milliseconds; 0 turns the guard
+ *	  off).  Every lock it waits for -- a relation's, an index's, a row's,
+ *	  another transaction's -- is bounded by it.  When it expires
+ *	  (55P03, lock_not_available), the subtransaction is rolled back (the
+ *	  unit wrote nothing), the object is marked invalid as one whose owner
+ *	  lost a privilege is (privileges.c: a row in
+ *	  stream_ext.invalid_objects, a WARNING, reads refused) and the insert
+ *	  goes on with the other units.  Any other error fails the insert, as
+ *	  without the guard.  Units of the relation's own owner run as before:
+ *	  their locks are that owner's business.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+
+#include "core/catalog.h"
+#include "maintain/lock_guard.h"
+#include "maintain/privileges.h"
+
+/* milliseconds a unit of another role's object waits for a lock; 0: off */
+int			stream_ext_maintenance_lock_timeout = 5000;
+
+void
+lock_guard_init(void)
+{
+	DefineCustomIntVariable("stream_ext.maintenance_lock_timeout",
+							"Longest wait for a lock by the maintenance of a continuous view, transform or roll-up owned by a role other than the owner of the relation inserted into.",
+							"When it expires the object is marked invalid and the insert goes on; 0 waits as long as it takes.",
+							&stream_ext_maintenance_lock_timeout,
+							5000, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+/* does the guard apply to owner's unit of a batch inserted into rel? */
+bool
+lock_guard_applies(Oid owner, Relation rel)
+{
+	return stream_ext_maintenance_lock_timeout > 0 && OidIsValid(owner) &&
+		owner != rel->rd_rel->relowner;
+}
+
+/*
+ * run(entry, trigdata, rows) in a subtransaction with the bounded lock
+ * wait; on a lock timeout, objid (of kind; a continuous view if kind is
+ * NULL and objid is one) or, if objid is invalid, each view objects(entry)
+ * lists is marked invalid instead.  Any other error is raised again.
+ */
+void
+lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
+			   struct SeBatchEntry *entry, TriggerData *trigdata, uint64 rows,
+			   Oid objid, const char *kind, List *(*objects) (struct SeBatchEntry *))
+{
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	ResourceOwner caller_owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller_cxt);
+	PG_TRY();
+	{
+		int			nestlevel = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout",
+								 psprintf("%d", stream_ext_maintenance_lock_timeout),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		run(entry, trigdata, rows);
+		AtEOXact_GUC(true, nestlevel);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_cxt);
+		CurrentResourceOwner = caller_owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		Oid			streamid;
+		List	   *invalid = NIL;
+		ListCell   *lc;
+		char	   *reason;
+
+		MemoryContextSwitchTo(caller_cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_cxt);
+		CurrentResourceOwner = caller_owner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+
+		/* roll-ups check their one privilege themselves: no kind of their own */
+		if (OidIsValid(objid) && kind == NULL &&
+			catalog_view_definition(objid, &streamid) != NULL)
+			kind = "continuous view";
+		if (OidIsValid(objid) && kind != NULL)
+			invalid = list_make1_oid(objid);
+		else if (!OidIsValid(objid) && objects != NULL)
+		{
+			invalid = objects(entry);
+			kind = "continuous view";
+		}
+		if (invalid == NIL)
+			ReThrowError(edata);
+		reason = psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
+						  stream_ext_maintenance_lock_timeout, edata->message);
+		foreach(lc, invalid)
+			priv_mark_invalid_because(lfirst_oid(lc), kind, reason, ERRCODE_LOCK_NOT_AVAILABLE,
+									  "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.");
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
