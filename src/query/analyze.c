@@ -2082,21 +2082,22 @@ deferred_compact_inserts(CVPlan *plan)
 }
 
 /*
- * ", NULL, ..., 1::int8, ..." : the aggregate columns of a row counting
- * one value new to agg's count(DISTINCT) (NULL states merge as nothing)
+ * ", NULL, ..., count, ..." : the aggregate columns of a row adding count
+ * (SQL) to agg's count(DISTINCT) (NULL states merge as nothing)
  */
 static void
-append_one_new_value(StringInfo buf, CVPlan *plan, CVAgg *agg)
+append_new_values_count(StringInfo buf, CVPlan *plan, CVAgg *agg, const char *count)
 {
 	ListCell   *lc;
 
 	foreach(lc, plan->aggs)
-		appendStringInfoString(buf, lfirst(lc) == agg ? ", 1::pg_catalog.int8" : ", NULL");
+		appendStringInfo(buf, ", %s", lfirst(lc) == agg ? count : "NULL");
 }
 
 /*
- * The rows compaction merges per group: the folded delta rows d and one
- * row per value each count(DISTINCT) inserted (deferred_compact_inserts()).
+ * The rows compaction merges per group: the folded delta rows d and, per
+ * count(DISTINCT), one row per group with the number of values it
+ * inserted (deferred_compact_inserts()).
  */
 static char *
 deferred_compact_rows(CVPlan *plan, const char *delta)
@@ -2114,8 +2115,9 @@ deferred_compact_rows(CVPlan *plan, const char *delta)
 			continue;
 		appendStringInfoString(&buf, " UNION ALL SELECT ");
 		append_group_columns(&buf, plan, "n.");
-		append_one_new_value(&buf, plan, agg);
-		appendStringInfo(&buf, " FROM stream_ext_new_%d n", foreach_current_index(lc) + 1);
+		append_new_values_count(&buf, plan, agg, "pg_catalog.count(*)");
+		appendStringInfo(&buf, " FROM stream_ext_new_%d n GROUP BY ", foreach_current_index(lc) + 1);
+		append_group_columns(&buf, plan, "n.");
 	}
 	appendStringInfoString(&buf, ") d");
 	return buf.data;
@@ -2145,7 +2147,7 @@ append_deferred_new_values(StringInfo buf, CVPlan *plan, const char *delta)
 			appendStringInfoString(buf, "true");
 		else
 			append_key_columns(buf, plan, "q.");
-		append_one_new_value(buf, plan, agg);
+		append_new_values_count(buf, plan, agg, "1::pg_catalog.int8");
 		appendStringInfoString(buf, " FROM (");
 		append_array_pairs(buf, plan, agg, delta);
 		appendStringInfoString(buf, ") q WHERE ");
