@@ -2004,21 +2004,34 @@ distinct_values_expr(CVAgg *agg, List *ctx)
 }
 
 /*
- * "SELECT DISTINCT <prefix>keys..., x.value FROM <from> <alias>,
- * unnest(<alias>.valuescol) x(value)": the pairs in the arrays of the
- * delta rows read from from (a relation or CTE)
+ * The distinct (keys, value) pairs in the arrays of the delta rows read
+ * from from (a relation or CTE), as columns keys..., value: each group's
+ * arrays merged by stream_ext.distinct_values() (one small sort per
+ * group, not one sort of every pair), then unnested.
  */
 static void
 append_array_pairs(StringInfo buf, CVPlan *plan, CVAgg *agg, const char *from)
 {
-	appendStringInfoString(buf, "SELECT DISTINCT ");
+	appendStringInfoString(buf, "SELECT ");
+	if (!plan->keyless)
+	{
+		append_key_columns(buf, plan, "g.");
+		appendStringInfoString(buf, ", ");
+	}
+	appendStringInfoString(buf, "x.value FROM (SELECT ");
 	if (!plan->keyless)
 	{
 		append_key_columns(buf, plan, "d.");
 		appendStringInfoString(buf, ", ");
 	}
-	appendStringInfo(buf, "x.value FROM %s d, pg_catalog.unnest(d.%s) AS x(value)",
+	appendStringInfo(buf, "stream_ext.distinct_values(u.value) AS vals FROM %s d, pg_catalog.unnest(d.%s) AS u(value)",
 					 from, quote_identifier(agg->valuescol));
+	if (!plan->keyless)
+	{
+		appendStringInfoString(buf, " GROUP BY ");
+		append_key_columns(buf, plan, "d.");
+	}
+	appendStringInfoString(buf, ") g, pg_catalog.unnest(g.vals) AS x(value)");
 }
 
 /* "e.k1 = q.k1 AND ... AND e.value = q.value", by each type's equality */
