@@ -962,9 +962,12 @@ has_distinct(CVPlan *plan)
 	return false;
 }
 
-/* ", <prefix>col" for each count(DISTINCT) column */
+/*
+ * ", <prefix>col" for each count(DISTINCT) column: its count, or (values)
+ * the delta's column of its values (deferred, see below)
+ */
 static char *
-distinct_columns(CVPlan *plan, const char *prefix)
+distinct_columns_of(CVPlan *plan, const char *prefix, bool values)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -975,9 +978,16 @@ distinct_columns(CVPlan *plan, const char *prefix)
 		CVAgg	   *agg = lfirst(lc);
 
 		if (agg->is_distinct)
-			appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(agg->colname));
+			appendStringInfo(&buf, ", %s%s", prefix,
+							 quote_identifier(values ? agg->valuescol : agg->colname));
 	}
 	return buf.data;
+}
+
+static char *
+distinct_columns(CVPlan *plan, const char *prefix)
+{
+	return distinct_columns_of(plan, prefix, false);
 }
 
 /*
@@ -1970,20 +1980,7 @@ cv_delta_values_columns_sql(CVPlan *plan)
 static char *
 values_columns(CVPlan *plan, const char *prefix)
 {
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	if (!plan->defer_distinct)
-		return buf.data;
-	foreach(lc, plan->aggs)
-	{
-		CVAgg	   *agg = lfirst(lc);
-
-		if (agg->is_distinct)
-			appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(agg->valuescol));
-	}
-	return buf.data;
+	return plan->defer_distinct ? distinct_columns_of(plan, prefix, true) : "";
 }
 
 /* the batch's distinct values of agg per group (in its aggregation) */
