@@ -484,14 +484,18 @@ create_build(ViewBuild *cv)
 	 * them into the materialization (docs/internals.md, "Append mode").
 	 */
 	cv->appends = !session->enabled && cv_appends(plan) && catalog_has_delta();
+	/* count(DISTINCT) left to compaction (query/analyze.c, "Deferred count(DISTINCT)") */
+	plan->defer_distinct = cv->appends && !OidIsValid(cv->rollup.upstream) &&
+		!OidIsValid(sjoin_right_stream(plan->query)) && cv_can_defer_distinct(plan);
 	if (cv->appends)
 	{
 		char	   *deltaname = ChooseRelationName(partbase, NULL, "delta", cv->nspid, false);
 
 		obj->dq = dq = quote_qualified_identifier(cv->nspname, deltaname);
 		obj->deltaid = create_table(cv, deltaname,
-									psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(plan),
-											 cv_matrel_hash_column_sql(plan)));
+									psprintf("CREATE TABLE %s (%s%s%s)", dq, cv_matrel_columns_sql(plan),
+											 cv_matrel_hash_column_sql(plan),
+											 cv_delta_values_columns_sql(plan)));
 		se_create_guard_trigger(obj->deltaid);
 		/* an expression index: SQL text, the parser's work */
 		if (cv_group_hash_index_sql(plan, mq))
@@ -509,6 +513,7 @@ create_build(ViewBuild *cv)
 			continue;
 		auxname = ChooseRelationName(partbase, agg->colname, "mrel", cv->nspid, false);
 		aq = quote_qualified_identifier(cv->nspname, auxname);
+		agg->auxrel = aq;
 		auxid = create_table(cv, auxname,
 							 psprintf("CREATE TABLE %s (%s)", aq, cv_auxrel_columns_sql(plan, agg)));
 		cv_create_auxrel_index(plan, agg, auxid);

@@ -923,6 +923,7 @@ reanalyze(ViewCatalogEntry *cat, CVPlan *plan)
 	memset(plan, 0, sizeof(CVPlan));
 	cv_analyze(query, cat->query_sql, cv_view_column_aliases(cat->viewid), hop, plan);
 	window_apply_options(plan, NIL, false);
+	cv_detect_deferred_distinct(plan, cat->viewid, cat->deltaid);
 	se_restore(&runas);
 }
 

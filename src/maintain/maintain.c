@@ -800,6 +800,7 @@ share_plan_body(void *arg)
 		cv_analyze(query, view->cat.query_sql,
 				   cv_view_column_aliases(view->cat.viewid), hop, plan);
 		window_apply_options(plan, NIL, false);
+		cv_detect_deferred_distinct(plan, view->cat.viewid, view->cat.deltaid);
 		mq = rel_qualified_name(view->cat.matrelid);
 		if (plan->streamid == view->cat.streamid &&
 			strcmp(OidIsValid(view->cat.deltaid) ?

@@ -325,6 +325,14 @@ cv_name_columns(CVPlan *plan)
 		agg->colname = choose_name(psprintf("%s_%s_%d", agg->is_distinct ? "distinct" : "state",
 											aggname, i), &used);
 	}
+	/* the delta's columns of a deferred count(DISTINCT): after all others */
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct)
+			agg->valuescol = choose_name(psprintf("%s_values", agg->colname), &used);
+	}
 }
 
 /* ---- SQL generation ---------------------------------------------------- */
@@ -847,6 +855,8 @@ append_combine(StringInfo buf, CVAgg *agg, const char *a, const char *b)
  * what views of one stream must have in common to share it (keys, hash,
  * tail) and what each adds (its states).
  */
+static char *distinct_values_expr(CVAgg *agg, List *ctx);
+
 void
 cv_batch_agg_parts(CVPlan *plan, const char *source, CVBatchAggParts *parts)
 {
@@ -871,7 +881,14 @@ cv_batch_agg_parts(CVPlan *plan, const char *source, CVBatchAggParts *parts)
 		CVAgg	   *agg = lfirst(lc);
 
 		if (agg->is_distinct)
+		{
+			if (plan->defer_distinct)
+			{
+				parts->values_exprs = lappend(parts->values_exprs, distinct_values_expr(agg, ctx));
+				parts->values_cols = lappend(parts->values_cols, agg->valuescol);
+			}
 			continue;
+		}
 		parts->state_exprs =
 			lappend(parts->state_exprs,
 					psprintf("stream_ext.partial(%s, NULL::%s)",
@@ -921,6 +938,9 @@ cv_batch_agg_sql(CVPlan *plan, const char *source)
 	forboth(lc, parts.state_exprs, lk, parts.state_cols)
 		appendStringInfo(&buf, ", %s AS %s", (char *) lfirst(lc),
 						 quote_identifier((char *) lfirst(lk)));
+	forboth(lc, parts.values_exprs, lk, parts.values_cols)
+		appendStringInfo(&buf, ", %s AS %s", (char *) lfirst(lc),
+						 quote_identifier((char *) lfirst(lk)));
 	appendStringInfoString(&buf, parts.tail);
 	return buf.data;
 }
@@ -942,9 +962,12 @@ has_distinct(CVPlan *plan)
 	return false;
 }
 
-/* ", <prefix>col" for each count(DISTINCT) column */
+/*
+ * ", <prefix>col" for each count(DISTINCT) column: its count, or (values)
+ * the delta's column of its values (deferred, see below)
+ */
 static char *
-distinct_columns(CVPlan *plan, const char *prefix)
+distinct_columns_of(CVPlan *plan, const char *prefix, bool values)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -955,9 +978,16 @@ distinct_columns(CVPlan *plan, const char *prefix)
 		CVAgg	   *agg = lfirst(lc);
 
 		if (agg->is_distinct)
-			appendStringInfo(&buf, ", %s%s", prefix, quote_identifier(agg->colname));
+			appendStringInfo(&buf, ", %s%s", prefix,
+							 quote_identifier(values ? agg->valuescol : agg->colname));
 	}
 	return buf.data;
+}
+
+static char *
+distinct_columns(CVPlan *plan, const char *prefix)
+{
+	return distinct_columns_of(plan, prefix, false);
 }
 
 /*
@@ -1181,7 +1211,7 @@ cv_shared_maintain_sql(List *plans, List *matrels, List *deltas)
 		CVBatchAggParts p;
 
 		cv_batch_agg_parts(lfirst(lp), CV_NEW_ROWS, &p);
-		foreach(lc, p.state_exprs)
+		foreach(lc, list_concat(list_copy(p.state_exprs), p.values_exprs))
 		{
 			if (string_position(states, lfirst(lc)) >= 0)
 				continue;
@@ -1211,6 +1241,10 @@ cv_shared_maintain_sql(List *plans, List *matrels, List *deltas)
 		if (p.hash_expr)
 			appendStringInfoString(&from, ", b." CV_KEY_HASH_COLUMN);
 		forboth(lc, p.state_exprs, lk, p.state_cols)
+			appendStringInfo(&from, ", b.s%d AS %s",
+							 string_position(states, lfirst(lc)) + 1,
+							 quote_identifier((char *) lfirst(lk)));
+		forboth(lc, p.values_exprs, lk, p.values_cols)
 			appendStringInfo(&from, ", b.s%d AS %s",
 							 string_position(states, lfirst(lc)) + 1,
 							 quote_identifier((char *) lfirst(lk)));
@@ -1322,6 +1356,12 @@ cv_distinct_sql(CVPlan *plan, CVAgg *agg, const char *matrel,
 	if (agg->aggref->aggfilter)
 		appendStringInfo(&buf, " AND (%s)",
 						 deparse_expression((Node *) agg->aggref->aggfilter, ctx, true, false));
+	/* deferred: written through only for a roll-up (see "Deferred count(DISTINCT)") */
+	if (plan->defer_distinct && delta != NULL)
+		appendStringInfo(&buf, " AND EXISTS (SELECT FROM pg_catalog.pg_trigger t"
+						 " WHERE t.tgrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass"
+						 " AND t.tgfoid OPERATOR(pg_catalog.=) 'stream_ext.maintain_rollup()'::pg_catalog.regprocedure)",
+						 quote_literal_cstr(auxrel));
 	if (aux_hashed)
 	{
 		List	   *stored = key_column_refs(plan, "e.");
@@ -1426,6 +1466,8 @@ cv_appends(CVPlan *plan)
 	return true;
 }
 
+static char *values_columns(CVPlan *plan, const char *prefix);
+
 /*
  * The append of a batch's partial aggregation: the rows of from_item (with
  * cv_batch_agg_sql()'s columns), read under alias, added to the delta as
@@ -1438,9 +1480,11 @@ cv_append_sql(CVPlan *plan, const char *delta, const char *from_item,
 {
 	bool		has_states;
 
-	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s AS %s", delta,
+	return psprintf("INSERT INTO %s (%s%s) SELECT %s%s FROM %s AS %s", delta,
 					batch_agg_columns(plan, "", &has_states),
+					values_columns(plan, ""),
 					batch_agg_columns(plan, psprintf("%s.", alias), &has_states),
+					values_columns(plan, psprintf("%s.", alias)),
 					from_item, alias);
 }
 
@@ -1542,6 +1586,8 @@ append_merged_columns(StringInfo buf, CVPlan *plan, const char *prefix)
  * JIT-compile a plain full read.  One statement, one snapshot: a batch or a
  * compaction is seen whole or not at all.
  */
+static void append_deferred_new_values(StringInfo buf, CVPlan *plan, const char *delta);
+
 char *
 cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
@@ -1566,6 +1612,8 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 	if (!plan->keyless)
 		appendStringInfo(&buf, " AND %s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d)",
 						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
+	if (plan->defer_distinct)
+		append_deferred_new_values(&buf, plan, delta);
 	appendStringInfoString(&buf, ") u GROUP BY ");
 	append_group_columns(&buf, plan, "u.");
 	appendStringInfoChar(&buf, ')');
@@ -1593,6 +1641,9 @@ cv_union_source_sql(CVPlan *plan, const char *matrel, const char *delta)
  * delta, so nothing here waits for them; concurrent compactions skip each
  * other's rows and lock groups in the same order.
  */
+static char *deferred_compact_rows(CVPlan *plan, const char *delta);
+static char *deferred_compact_inserts(CVPlan *plan);
+
 char *
 cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
@@ -1605,7 +1656,8 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 	if (cv_matrel_hashed(plan))
 		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
 	append_merged_columns(&merged, plan, "d.");
-	appendStringInfoString(&merged, " FROM d GROUP BY ");
+	appendStringInfo(&merged, " FROM %s GROUP BY ",
+					 plan->defer_distinct ? deferred_compact_rows(plan, delta) : "d");
 	append_group_columns(&merged, plan, "d.");
 	if (cv_matrel_hashed(plan))
 		appendStringInfoString(&merged, ", d." CV_KEY_HASH_COLUMN);
@@ -1632,10 +1684,11 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		candidates = w.data;
 	}
 	return psprintf("/* stream_ext compaction */ WITH d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"SELECT x.ctid FROM %s x%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)) RETURNING *),"
+					"SELECT x.ctid FROM %s x%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)) RETURNING *),%s"
 					" s AS (%s RETURNING 1)"
 					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s)",
 					delta, delta, candidates,
+					plan->defer_distinct ? deferred_compact_inserts(plan) : "",
 					store_sql(plan, matrel, merged.data, "c", true));
 }
 
@@ -1753,5 +1806,402 @@ cv_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 		appendStringInfo(&buf, " WHERE %s",
 						 deparse_expression(outer_mutator(plan->query->havingQual, &ctx),
 											dctx, true, false));
+	return buf.data;
+}
+
+/* ---- deferred count(DISTINCT) ------------------------------------------ */
+
+/*
+ * A view that appends keeps the count(DISTINCT) work out of its writers
+ * when it can (cv_can_defer_distinct()): the batch's one aggregation also
+ * yields, per group, the batch's distinct values as a sorted array
+ * (stream_ext.distinct_values(), query/distinct_values.c) into the
+ * delta's column CVAgg.valuescol -- no side-table probe per value, no
+ * second statement.  The side table of (keys, value) stays the set of
+ * values counted into the materialization:
+ *
+ * - compaction (cv_compact_sql()) inserts the distinct pairs of the delta
+ *	 rows it folds into the side table, ON CONFLICT DO NOTHING, and adds
+ *	 the number it inserted per group to the materialization's count, in
+ *	 its one statement: a pair leaves the delta's arrays and reaches the
+ *	 side table and the count in the same transaction.  The unique index
+ *	 arbitrates concurrent compactions as it did concurrent writers.
+ * - reads (cv_merged_source_sql()) count, per group with delta rows, the
+ *	 stored count, plus the delta's counts (below), plus the distinct
+ *	 values of the delta's arrays that the side table does not hold: the
+ *	 same snapshot sees each pair either in the side table (counted) or
+ *	 only in the delta -- exact at every commit.
+ * - a roll-up of such a view is fed by the inserts into its side table
+ *	 (query/rollup.c), which must happen at the writer's commit: the
+ *	 view's count(DISTINCT) statement (cv_distinct_sql()) still runs per
+ *	 batch, writing through to the side table and counting into the delta
+ *	 as before, but only while the side table has a roll-up's trigger --
+ *	 a one-time test, so without roll-ups it reads nothing.  Both shapes
+ *	 can be in the delta at once: a pair written through is in the side
+ *	 table, so its copy in an array is never counted again.
+ *
+ * Views that cannot (changelog streams with their signed counts, hashed
+ * side tables, stream-stream joins, views made before) keep the
+ * per-batch statement alone; a view's shape is read from its delta
+ * (cv_detect_deferred_distinct()).
+ */
+
+/* does stream_ext.distinct_values(anyelement) exist (0.2 SQL objects)? */
+static bool
+distinct_values_installed(void)
+{
+	Oid			argtypes[1] = {ANYELEMENTOID};
+
+	return OidIsValid(LookupFuncName(list_make2(makeString("stream_ext"),
+												makeString("distinct_values")),
+									 1, argtypes, true));
+}
+
+/* OPERATOR(schema.=) of type's default btree opclass, or NULL */
+static char *
+eq_operator_sql(Oid type)
+{
+	Oid			opr = lookup_type_cache(type, TYPECACHE_EQ_OPR)->eq_opr;
+	HeapTuple	tup;
+	char	   *sql;
+
+	if (!OidIsValid(opr))
+		return NULL;
+	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opr));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opr);
+	sql = psprintf("OPERATOR(%s.%s)",
+				   quote_identifier(get_namespace_name(((Form_pg_operator) GETSTRUCT(tup))->oprnamespace)),
+				   NameStr(((Form_pg_operator) GETSTRUCT(tup))->oprname));
+	ReleaseSysCache(tup);
+	return sql;
+}
+
+/*
+ * Can a view that appends, of this plan, defer its count(DISTINCT)s?
+ * (The caller knows that it appends and is a view over a stream of its
+ * own, not a roll-up or a join of two streams.)
+ */
+bool
+cv_can_defer_distinct(CVPlan *plan)
+{
+	ListCell   *lc;
+
+	if (!has_distinct(plan) || !cv_appends(plan) ||
+		se_stream_is_changelog(plan->streamid) || !distinct_values_installed())
+		return false;
+	foreach(lc, plan->keys)
+	{
+		if (eq_operator_sql(((CVKey *) lfirst(lc))->type) == NULL)
+			return false;
+	}
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		Oid			type;
+
+		if (!agg->is_distinct)
+			continue;
+		type = exprType((Node *) distinct_arg(agg));
+		if (!OidIsValid(get_array_type(type)) || eq_operator_sql(type) == NULL ||
+			type_is_collatable(type))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * An existing view's shape (plan analyzed again from its definition):
+ * deferred if its delta has the values columns; then each count(DISTINCT)
+ * learns its side table (the view's parts: materialization, side tables).
+ */
+void
+cv_detect_deferred_distinct(CVPlan *plan, Oid viewid, Oid deltaid)
+{
+	ListCell   *lc;
+	ListCell   *lp;
+	List	   *parts;
+
+	plan->defer_distinct = false;
+	if (!OidIsValid(deltaid) || !has_distinct(plan))
+		return;
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (agg->is_distinct && get_attnum(deltaid, agg->valuescol) == InvalidAttrNumber)
+			return;
+	}
+	parts = catalog_view_parts(viewid);
+	lp = list_second_cell(parts);
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		Oid			auxid;
+
+		if (!agg->is_distinct)
+			continue;
+		if (lp == NULL)
+			elog(ERROR, "stream_ext: a side table of continuous view %u is missing", viewid);
+		auxid = lfirst_oid(lp);
+		agg->auxrel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(auxid)),
+												 get_rel_name(auxid));
+		lp = lnext(parts, lp);
+	}
+	plan->defer_distinct = true;
+}
+
+/* ", col type[]" per count(DISTINCT), for the delta of a deferring view */
+char *
+cv_delta_values_columns_sql(CVPlan *plan)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	if (!plan->defer_distinct)
+		return buf.data;
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		Expr	   *arg;
+
+		if (!agg->is_distinct)
+			continue;
+		arg = distinct_arg(agg);
+		appendStringInfo(&buf, ", %s %s", quote_identifier(agg->valuescol),
+						 se_type_sql(get_array_type(exprType((Node *) arg)), -1,
+									 exprCollation((Node *) arg)));
+	}
+	return buf.data;
+}
+
+/* ", <prefix>valuescol" per count(DISTINCT) of a deferring view */
+static char *
+values_columns(CVPlan *plan, const char *prefix)
+{
+	return plan->defer_distinct ? distinct_columns_of(plan, prefix, true) : "";
+}
+
+/* the batch's distinct values of agg per group (in its aggregation) */
+static char *
+distinct_values_expr(CVAgg *agg, List *ctx)
+{
+	Expr	   *arg = distinct_arg(agg);
+	char	   *expr = psprintf("stream_ext.distinct_values(%s)",
+								deparse_expression((Node *) arg, ctx, true, false));
+
+	if (agg->aggref->aggfilter)
+		expr = psprintf("%s FILTER (WHERE %s)", expr,
+						deparse_expression((Node *) agg->aggref->aggfilter, ctx, true, false));
+	/* partial mode, as the states: its serialization is the array */
+	return psprintf("stream_ext.partial(%s, NULL::%s)", expr,
+					format_type_extended(get_array_type(exprType((Node *) arg)), -1,
+										 FORMAT_TYPE_FORCE_QUALIFY));
+}
+
+/*
+ * The distinct (keys, value) pairs in the arrays of the delta rows read
+ * from from (a relation or CTE), as columns keys..., value: each group's
+ * arrays merged by stream_ext.distinct_values() (one small sort per
+ * group, not one sort of every pair), then unnested.
+ */
+static void
+append_array_pairs(StringInfo buf, CVPlan *plan, CVAgg *agg, const char *from)
+{
+	appendStringInfoString(buf, "SELECT ");
+	if (!plan->keyless)
+	{
+		append_key_columns(buf, plan, "g.");
+		appendStringInfoString(buf, ", ");
+	}
+	appendStringInfoString(buf, "x.value FROM (SELECT ");
+	if (!plan->keyless)
+	{
+		append_key_columns(buf, plan, "d.");
+		appendStringInfoString(buf, ", ");
+	}
+	appendStringInfo(buf, "stream_ext.distinct_values(u.value) AS vals FROM %s d, pg_catalog.unnest(d.%s) AS u(value)",
+					 from, quote_identifier(agg->valuescol));
+	if (!plan->keyless)
+	{
+		appendStringInfoString(buf, " GROUP BY ");
+		append_key_columns(buf, plan, "d.");
+	}
+	appendStringInfoString(buf, ") g, pg_catalog.unnest(g.vals) AS x(value)");
+}
+
+/* "e.k1 = q.k1 AND ... AND e.value = q.value", by each type's equality */
+static void
+append_pair_equal(StringInfo buf, CVPlan *plan, CVAgg *agg, const char *e, const char *q)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+		const char *col = quote_identifier(key->colname);
+
+		appendStringInfo(buf, "%s.%s %s %s.%s AND ", e, col, eq_operator_sql(key->type), q, col);
+	}
+	appendStringInfo(buf, "%s.value %s %s.value", e,
+					 eq_operator_sql(exprType((Node *) distinct_arg(agg))), q);
+}
+
+/*
+ * ", ... AS (INSERT INTO side table ...)" per count(DISTINCT): the pairs of
+ * the folded delta rows d not in the side table yet, inserted in order;
+ * RETURNING their keys.  The NOT EXISTS only spares the insert the pairs
+ * already stored (NULL keys never match it); ON CONFLICT decides.
+ */
+static char *
+deferred_compact_inserts(CVPlan *plan)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			nkeys = list_length(plan->keys);
+
+	initStringInfo(&buf);
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (!agg->is_distinct)
+			continue;
+		appendStringInfo(&buf, " stream_ext_new_%d AS (INSERT INTO %s (",
+						 foreach_current_index(lc) + 1, agg->auxrel);
+		if (!plan->keyless)
+		{
+			append_key_columns(&buf, plan, "");
+			appendStringInfoString(&buf, ", ");
+		}
+		appendStringInfoString(&buf, "value) SELECT q.* FROM (");
+		append_array_pairs(&buf, plan, agg, "d");
+		appendStringInfo(&buf, ") q WHERE NOT EXISTS (SELECT FROM %s e WHERE ", agg->auxrel);
+		append_pair_equal(&buf, plan, agg, "e", "q");
+		appendStringInfoChar(&buf, ')');
+		append_positions(&buf, "ORDER BY", nkeys + 1);
+		appendStringInfoString(&buf, " ON CONFLICT DO NOTHING RETURNING ");
+		if (plan->keyless)
+			appendStringInfoString(&buf, "true AS " CV_SINGLE_COLUMN);
+		else
+			append_key_columns(&buf, plan, "");
+		appendStringInfoString(&buf, "),");
+	}
+	return buf.data;
+}
+
+/*
+ * ", NULL, ..., count, ..." : the aggregate columns of a row adding count
+ * (SQL) to agg's count(DISTINCT) (NULL states merge as nothing)
+ */
+static void
+append_new_values_count(StringInfo buf, CVPlan *plan, CVAgg *agg, const char *count)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+		appendStringInfo(buf, ", %s", lfirst(lc) == agg ? count : "NULL");
+}
+
+/*
+ * The rows compaction merges per group: the folded delta rows d and, per
+ * count(DISTINCT), one row per group with the number of values it
+ * inserted (deferred_compact_inserts()).
+ */
+static char *
+deferred_compact_rows(CVPlan *plan, const char *delta)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "(SELECT %s FROM d", stored_columns(plan, "d."));
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (!agg->is_distinct)
+			continue;
+		appendStringInfoString(&buf, " UNION ALL SELECT ");
+		append_group_columns(&buf, plan, "n.");
+		append_new_values_count(&buf, plan, agg, "pg_catalog.count(*)");
+		appendStringInfo(&buf, " FROM stream_ext_new_%d n GROUP BY ", foreach_current_index(lc) + 1);
+		append_group_columns(&buf, plan, "n.");
+	}
+	appendStringInfoString(&buf, ") d");
+	return buf.data;
+}
+
+/*
+ * " UNION ALL ..." per count(DISTINCT), for the merged reads: one row per
+ * distinct pair of the delta's arrays that the side table does not hold.
+ * Each pair is probed by index (a scalar subquery: an anti join could
+ * become a hash join over the whole side table); pairs with a NULL key
+ * by IS NOT DISTINCT FROM (the side table's unique index treats NULLs
+ * as equal).
+ */
+static void
+append_deferred_new_values(StringInfo buf, CVPlan *plan, const char *delta)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+
+		if (!agg->is_distinct)
+			continue;
+		appendStringInfoString(buf, " UNION ALL SELECT ");
+		if (plan->keyless)
+			appendStringInfoString(buf, "true");
+		else
+			append_key_columns(buf, plan, "q.");
+		append_new_values_count(buf, plan, agg, "1::pg_catalog.int8");
+		appendStringInfoString(buf, " FROM (");
+		append_array_pairs(buf, plan, agg, delta);
+		appendStringInfoString(buf, ") q WHERE ");
+		if (plan->keyless)
+		{
+			appendStringInfo(buf, "(SELECT true FROM %s e WHERE ", agg->auxrel);
+			append_pair_equal(buf, plan, agg, "e", "q");
+			appendStringInfoString(buf, " LIMIT 1) IS NULL");
+			continue;
+		}
+		appendStringInfoString(buf, "(CASE WHEN ROW(");
+		append_key_columns(buf, plan, "q.");
+		appendStringInfo(buf, ") IS NOT NULL THEN (SELECT true FROM %s e WHERE ", agg->auxrel);
+		append_pair_equal(buf, plan, agg, "e", "q");
+		appendStringInfo(buf, " LIMIT 1) ELSE (SELECT true FROM %s e WHERE ", agg->auxrel);
+		append_rows_equal(buf, key_column_refs(plan, "e."), key_column_refs(plan, "q."));
+		appendStringInfo(buf, " AND e.value %s q.value LIMIT 1) END) IS NULL",
+						 eq_operator_sql(exprType((Node *) distinct_arg(agg))));
+	}
+}
+
+/*
+ * The distinct values of agg's count(DISTINCT) per group, as rows of the
+ * side table's columns (keys, value): the side table, and for a view that
+ * defers, the pairs still in its delta's arrays.  What a reader of "the
+ * distinct values of these groups" must read (roll-up backfill, combine()).
+ */
+char *
+cv_distinct_values_sql(CVPlan *plan, CVAgg *agg, const char *auxrel, const char *delta)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	if (!plan->keyless)
+	{
+		append_key_columns(&buf, plan, "a.");
+		appendStringInfoString(&buf, ", ");
+	}
+	appendStringInfo(&buf, "a.value FROM %s a", auxrel);
+	if (plan->defer_distinct && delta != NULL)
+	{
+		appendStringInfoString(&buf, " UNION ");
+		append_array_pairs(&buf, plan, agg, delta);
+	}
 	return buf.data;
 }

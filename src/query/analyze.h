@@ -34,6 +34,8 @@ typedef struct CVAgg
 	AggStorage	storage;		/* when !is_distinct */
 	char	   *colname;		/* state (or distinct count) column */
 	char	   *auxrel;			/* side table name, when is_distinct */
+	char	   *valuescol;		/* is_distinct: the delta's column of the
+								 * batch's values when deferred */
 } CVAgg;
 
 /* everything CREATE VIEW ... WITH (continuous) needs to know */
@@ -51,6 +53,8 @@ typedef struct CVPlan
 	const char *extra_outer_columns;	/* appended to the view's select
 										 * list, e.g. session bounds */
 	struct CVWindow *window;	/* time window (windows/windows.h), or NULL */
+	bool		defer_distinct; /* count(DISTINCT) deferred to compaction
+								 * (analyze.c, "Deferred count(DISTINCT)") */
 } CVPlan;
 
 #define CV_SINGLE_COLUMN "_single"
@@ -92,6 +96,9 @@ typedef struct CVBatchAggParts
 	List	   *state_exprs;	/* stream_ext.partial(...) per state (char *) */
 	List	   *state_cols;		/* their materialization columns (char *) */
 	char	   *tail;			/* " FROM ... WHERE ... GROUP BY ..." */
+	List	   *values_exprs;	/* deferred count(DISTINCT): the batch's
+								 * distinct values per group (char *) */
+	List	   *values_cols;	/* their delta columns (char *) */
 } CVBatchAggParts;
 
 /* the CTE of cv_shared_maintain_sql() */
@@ -125,5 +132,11 @@ extern char *cv_group_hash_index_sql(CVPlan *plan, const char *matrel);
 extern char *cv_view_select_sql(CVPlan *plan, Oid matrelid,
 								const char *matrel);
 extern char *cv_key_hash_sql(List *exprs);
+/* deferred count(DISTINCT) (analyze.c) */
+extern bool cv_can_defer_distinct(CVPlan *plan);
+extern void cv_detect_deferred_distinct(CVPlan *plan, Oid viewid, Oid deltaid);
+extern char *cv_delta_values_columns_sql(CVPlan *plan);
+extern char *cv_distinct_values_sql(CVPlan *plan, CVAgg *agg,
+									const char *auxrel, const char *delta);
 
 #endif							/* STREAM_EXT_ANALYZE_H */

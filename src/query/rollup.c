@@ -158,6 +158,7 @@ upstream_plan(RollupSpec *spec, const char *definition)
 	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
 	se_unpin_settings(nestlevel);
 	spec->uplan = cv_reanalyze(spec->upstream, def, definition);
+	cv_detect_deferred_distinct(spec->uplan, spec->upstream, spec->updelta);
 	if (def->havingQual != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -820,8 +821,25 @@ rollup_distinct_sql(RollupSpec *spec, CVPlan *plan, CVAgg *agg, const char *auxr
 char *
 rollup_distinct_backfill_sql(RollupSpec *spec, int n, char *sql)
 {
-	register_upstream_rows(spec, psprintf("SELECT * FROM %s",
-										  rel_sql(list_nth_oid(spec->distinct_feeds, n))));
+	Oid			feed = list_nth_oid(spec->distinct_feeds, n);
+	char	   *rows = psprintf("SELECT * FROM %s", rel_sql(feed));
+
+	/* an upstream that defers: its values still in its delta too */
+	if (spec->uplan->defer_distinct)
+	{
+		List	   *parts = catalog_view_parts(spec->upstream);
+		ListCell   *lc;
+
+		foreach(lc, spec->uplan->aggs)
+		{
+			CVAgg	   *agg = lfirst(lc);
+
+			if (agg->is_distinct && distinct_side_table(spec->uplan, agg, parts) == feed)
+				rows = cv_distinct_values_sql(spec->uplan, agg, rel_sql(feed),
+											  rel_sql(spec->updelta));
+		}
+	}
+	register_upstream_rows(spec, rows);
 	return sql;
 }
 

@@ -24,10 +24,13 @@ for label in 'raw COPY/INSERT' 'W1: 1 view' 'W1 by a hand-written statement trig
 	assert_eq 3 "$(grep -c "^| [0-9]* | $label" "$dir/out.md" || true)" "rows for '$label' (batches 10000, 100, 1)"
 done
 assert_eq 1 "$(grep -c '^| 10000 | W1 by REFRESH MATERIALIZED VIEW' "$dir/out.md" || true)" "REFRESH baseline row"
+if [[ $(q "SELECT count(*) FROM pg_available_extensions WHERE name = 'hll'") -gt 0 ]]; then
+	assert_eq 3 "$(grep -c '^| [0-9]* | W2 with hll_add_agg()' "$dir/out.md" || true)" "rows for W2 with hll (batches 10000, 100, 1)"
+fi
 if [[ $have_hop -gt 0 ]]; then
 	assert_eq 3 "$(grep -c '^| [0-9]* | W5: hopping window' "$dir/out.md" || true)" "rows for W5"
 else
 	assert_eq 1 "$(grep -c 'W5 (hopping window): not available' "$dir/out.md" || true)" "W5 reported as not available"
 fi
 assert_eq 2 "$(grep -cE '^\| (raw COPY|W1: 1 view)[^|]*\| [0-9.]+ \| [0-9.]+ \|' "$dir/out.md" || true)" "latency rows"
-assert_eq 3 "$(grep -c '^- W' "$dir/out.md" || true)" "target lines"
+assert_eq 4 "$(grep -c '^- W' "$dir/out.md" || true)" "target lines"

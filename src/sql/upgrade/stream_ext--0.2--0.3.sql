@@ -770,4 +770,26 @@ CREATE AGGREGATE stream_ext.distinct_union(anyarray) (
     STYPE = internal,
     FINALFUNC = stream_ext.distinct_union_final,
     FINALFUNC_MODIFY = READ_WRITE
+
+-- w2: deferred count(DISTINCT): the batch's distinct values per group (query/distinct_values.c)
+CREATE FUNCTION stream_ext.distinct_values_add(internal, anyelement) RETURNS internal
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_values_add'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION stream_ext.distinct_values_final(internal, anyelement) RETURNS anyarray
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_values_final'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION stream_ext.distinct_values_serialize(internal) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_values_serialize'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION stream_ext.distinct_values_deserialize(bytea, internal) RETURNS internal
+    AS 'MODULE_PATHNAME', 'stream_ext_distinct_values_deserialize'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE AGGREGATE stream_ext.distinct_values(anyelement) (
+    SFUNC = stream_ext.distinct_values_add,
+    STYPE = internal,
+    FINALFUNC = stream_ext.distinct_values_final,
+    FINALFUNC_EXTRA,
+    FINALFUNC_MODIFY = READ_WRITE,
+    SERIALFUNC = stream_ext.distinct_values_serialize,
+    DESERIALFUNC = stream_ext.distinct_values_deserialize
 );
