@@ -481,9 +481,7 @@ create_build(ViewBuild *cv)
 									psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(plan),
 											 cv_matrel_hash_column_sql(plan)));
 		se_create_guard_trigger(obj->deltaid);
-		/* an expression index: SQL text, the parser's work */
-		if (cv_group_hash_index_sql(plan, mq))
-			se_run_sql(cv_group_hash_index_sql(plan, mq));
+		cv_create_delta_index(plan, obj->deltaid);
 	}
 
 	foreach(lc, plan->aggs)
