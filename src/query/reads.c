@@ -1,0 +1,87 @@
+/*-------------------------------------------------------------------------
+ *
+ * reads.c
+ *	  The planner's size estimate of the deltas of views that append
+ *	  (docs/internals.md, "Reading").
+ *
+ * A view that appends reads its materialization with an anti-join against
+ * its delta (cv_merged_source_sql()).  Compaction empties deltas, and a
+ * VACUUM of an empty delta records zero rows (or zero pages): PostgreSQL
+ * then estimates the delta at one row, and for a full read of the view it
+ * may plan the anti-join as a nested loop that rescans the delta once per
+ * materialization row -- a hundred thousand rescans of an empty table cost
+ * several times the read itself, and of a delta that has filled up since
+ * its statistics were taken, far more.
+ *
+ * get_relation_info_hook (the hook PostgreSQL offers "to alter the assumed
+ * relation size") raises the estimate of a delta to at least
+ * SE_DELTA_MIN_PAGES pages and SE_DELTA_MIN_TUPLES rows, as PostgreSQL does
+ * for a table that was never vacuumed (10 pages): a full read then hashes
+ * the delta once (an empty hash table costs nothing), while a read by key
+ * still probes the delta's index once per materialization row it reads.
+ * A delta is a plain table with the guard trigger stream_ext_guard and no
+ * unique index (materializations and side tables of fixed-width values have
+ * one); the floor is harmless for the other guarded tables it may also
+ * catch (hashed side tables, session fragments).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "optimizer/plancat.h"
+#include "utils/rel.h"
+
+#include "query/reads.h"
+
+#define SE_DELTA_MIN_PAGES 10
+#define SE_DELTA_MIN_TUPLES 1000
+
+static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+
+/* is relid, a plain table with no unique index, guarded by stream_ext? */
+static bool
+is_delta(Oid relid, RelOptInfo *rel)
+{
+	Relation	r;
+	bool		guarded = false;
+	ListCell   *lc;
+
+	foreach(lc, rel->indexlist)
+	{
+		if (((IndexOptInfo *) lfirst(lc))->unique)
+			return false;
+	}
+	r = relation_open(relid, NoLock);	/* the planner holds a lock */
+	if (r->rd_rel->relkind == RELKIND_RELATION && r->trigdesc != NULL)
+	{
+		for (int i = 0; i < r->trigdesc->numtriggers && !guarded; i++)
+			guarded = strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0;
+	}
+	relation_close(r, NoLock);
+	return guarded;
+}
+
+static void
+reads_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
+						RelOptInfo *rel)
+{
+	if (prev_get_relation_info_hook)
+		prev_get_relation_info_hook(root, relid, inhparent, rel);
+
+	if (!inhparent &&
+		(rel->pages < SE_DELTA_MIN_PAGES || rel->tuples < SE_DELTA_MIN_TUPLES) &&
+		is_delta(relid, rel))
+	{
+		rel->pages = Max(rel->pages, SE_DELTA_MIN_PAGES);
+		rel->tuples = Max(rel->tuples, SE_DELTA_MIN_TUPLES);
+	}
+}
+
+void
+reads_init(void)
+{
+	prev_get_relation_info_hook = get_relation_info_hook;
+	get_relation_info_hook = reads_get_relation_info;
+}
