@@ -137,3 +137,19 @@ VACUUM ANALYZE r58_k_delta;
 SELECT relpages, reltuples FROM pg_class WHERE relname = 'r58_k_delta';
 SELECT r58_plan('SELECT count(*) FROM r58_k') NOT LIKE '%Nested Loop Anti Join%' AS no_nested_loop_anti_join;
 SELECT * FROM r58_check();
+
+-- stream_ext.delta_key_index = off: the delta of a view created then has no
+-- index (writers insert no index entry); reads are the same, and a read by
+-- key scans the delta
+SET stream_ext.delta_key_index = off;
+CREATE VIEW r58_noidx WITH (continuous) AS
+  SELECT k, c, count(*) AS n, sum(v) AS s FROM r58 GROUP BY k, c;
+RESET stream_ext.delta_key_index;
+SELECT count(*) AS delta_indexes FROM pg_indexes WHERE tablename = 'r58_noidx_delta';
+SELECT r58_feed(100, 900, 17);
+SELECT count(*) AS differing FROM (
+  (TABLE r58_noidx EXCEPT ALL SELECT k, c, count(*), sum(v) FROM r58_log GROUP BY k, c)
+  UNION ALL
+  (SELECT k, c, count(*), sum(v) FROM r58_log GROUP BY k, c EXCEPT ALL TABLE r58_noidx)) d;
+SELECT (SELECT row(n, s) FROM r58_noidx WHERE k = 142 AND c = 1) =
+       (SELECT row(count(*), sum(v)) FROM r58_log WHERE k = 142 AND c = 1) AS key_142;

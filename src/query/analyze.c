@@ -54,6 +54,7 @@
 #include "query/aggsupport.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/reads.h"
 #include "query/retract.h"
 
 static int
@@ -1492,7 +1493,8 @@ append_any_key_null(StringInfo buf, CVPlan *plan, const char *p)
 }
 
 /*
- * The indexes of a delta (keyless views: none), for cv_merged_source_sql():
+ * The indexes of a delta (keyless views, or stream_ext.delta_key_index off:
+ * none), for cv_merged_source_sql():
  * - the key lookup index of cv_create_key_lookup_index() (a btree on the
  *	 keys, or on the leading fixed-width ones, or a hash index on a
  *	 variable-width first key): a read filtered on keys finds the delta's
@@ -1509,7 +1511,7 @@ cv_create_delta_index(CVPlan *plan, Oid deltaid)
 	CVKey	   *first;
 	StringInfoData buf;
 
-	if (plan->keyless)
+	if (plan->keyless || !stream_ext_delta_key_index)
 		return;
 	(void) cv_create_key_lookup_index(plan, deltaid, NULL);
 	first = linitial(plan->keys);

@@ -24,6 +24,11 @@
  * one); the floor is harmless for the other guarded tables it may also
  * catch (hashed side tables, session fragments).
  *
+ * stream_ext.delta_key_index (bool, default on) decides whether CREATE VIEW
+ * gives a view's delta its key index (cv_create_delta_index()): reads by
+ * key probe it instead of scanning the delta, and every delta row a writer
+ * appends costs an index insert.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -31,6 +36,7 @@
 #include "access/relation.h"
 #include "catalog/pg_class.h"
 #include "optimizer/plancat.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 
 #include "query/reads.h"
@@ -39,6 +45,8 @@
 #define SE_DELTA_MIN_TUPLES 1000
 
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+
+bool		stream_ext_delta_key_index = true;
 
 /* is relid, a plain table with no unique index, guarded by stream_ext? */
 static bool
@@ -82,6 +90,14 @@ reads_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 void
 reads_init(void)
 {
+	DefineCustomBoolVariable("stream_ext.delta_key_index",
+							 "Gives the deltas of continuous views created from now on an index on their keys.",
+							 "Reads filtered on keys then probe the delta instead of scanning it; writers pay an index insert per delta row.",
+							 &stream_ext_delta_key_index,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	prev_get_relation_info_hook = get_relation_info_hook;
 	get_relation_info_hook = reads_get_relation_info;
 }
