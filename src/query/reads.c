@@ -15,10 +15,13 @@
  *
  * get_relation_info_hook (the hook PostgreSQL offers "to alter the assumed
  * relation size") raises the estimate of a delta to at least
- * SE_DELTA_MIN_PAGES pages and SE_DELTA_MIN_TUPLES rows, as PostgreSQL does
- * for a table that was never vacuumed (10 pages): a full read then hashes
- * the delta once (an empty hash table costs nothing), while a read by key
- * still probes the delta's index once per materialization row it reads.
+ * SE_DELTA_MIN_PAGES page and SE_DELTA_MIN_TUPLES rows -- as PostgreSQL
+ * assumes 10 pages for a table that was never vacuumed, but smaller: a
+ * rescan per materialization row then costs far more than hashing the
+ * delta once (an empty hash table costs nothing), while reads that must
+ * merge every delta group (a filter on an aggregate) are not costed as if
+ * the delta were big.  A read by key still probes the delta's index once
+ * per materialization row it reads.
  * A delta is a plain table with the guard trigger stream_ext_guard and no
  * unique index (materializations and side tables of fixed-width values have
  * one); the floor is harmless for the other guarded tables it may also
@@ -41,8 +44,8 @@
 
 #include "query/reads.h"
 
-#define SE_DELTA_MIN_PAGES 10
-#define SE_DELTA_MIN_TUPLES 1000
+#define SE_DELTA_MIN_PAGES 1
+#define SE_DELTA_MIN_TUPLES 100
 
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 
