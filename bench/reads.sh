@@ -43,6 +43,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export STREAM_EXT_ROOT=$ROOT
 source "$ROOT/test/lib/common.sh"
 source "$ROOT/test/lib/cluster.sh"
+source "$ROOT/bench/bench_db.sh"
 
 NGROUPS=${BENCH_READS_GROUPS:-100000}
 DELTAS=${BENCH_READS_DELTAS:-0 1000 10000 100000}
@@ -51,27 +52,11 @@ DB=bench_reads
 
 pg_env
 DIR=$(mktemp -d /tmp/stream_ext_bench_reads.XXXXXX)
-own_cluster=
-if [[ -z ${PGPORT:-} ]]; then
-	scratch_create
-	own_cluster=1
-	echo "stream_ext.background_compaction = off" >"$DIR/extra.conf"
-	chmod 0644 "$DIR/extra.conf"
-	STREAM_EXT_EXTRA_CONF=$DIR/extra.conf cluster_start
-fi
-cleanup() {
-	rm -rf -- "$DIR"
-	[[ -n $own_cluster ]] && cluster_cleanup
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-export PATH="$PG_BINDIR:$PATH"
+bench_cluster "$DIR" "stream_ext.background_compaction = off"
+cleanup() { bench_cleanup "$DIR"; }
+bench_traps cleanup
 
-PGDATABASE=postgres PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 \
-	-c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
-export PGDATABASE=$DB
+bench_fresh_db $DB
 export PGOPTIONS="-c client_min_messages=warning -c stream_ext.compact_threshold=-1"
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 

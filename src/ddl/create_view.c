@@ -481,7 +481,7 @@ create_build(ViewBuild *cv)
 									psprintf("CREATE TABLE %s (%s%s)", dq, cv_matrel_columns_sql(plan),
 											 cv_matrel_hash_column_sql(plan)));
 		se_create_guard_trigger(obj->deltaid);
-		cv_create_delta_index(plan, obj->deltaid);
+		cv_create_read_indexes(plan, obj->matrelid, obj->deltaid);
 	}
 
 	foreach(lc, plan->aggs)

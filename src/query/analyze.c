@@ -1493,33 +1493,35 @@ append_any_key_null(StringInfo buf, CVPlan *plan, const char *p)
 }
 
 /*
- * The indexes of a delta (keyless views, or stream_ext.delta_key_index off:
- * none), for cv_merged_source_sql():
- * - the key lookup index of cv_create_key_lookup_index() (a btree on the
- *	 keys, or on the leading fixed-width ones, or a hash index on a
- *	 variable-width first key): a read filtered on keys finds the delta's
- *	 rows of those groups, and its anti-join of a materialization row probes
- *	 the delta, instead of scanning it;
- * - unless the keys are one fixed-width column (that btree answers IS NULL),
- *	 a partial index of the rows with a NULL key, which reads ask for at
- *	 every read: empty in the common case, and costing a writer only the
- *	 evaluation of its predicate.
+ * The indexes reads of a view that appends need (cv_merged_source_sql();
+ * keyless views: none):
+ * - on the delta, unless stream_ext.delta_key_index is off, the key lookup
+ *	 index of cv_create_key_lookup_index() (a btree on the keys, or on the
+ *	 leading fixed-width ones, or a hash index on a variable-width first
+ *	 key): a read filtered on keys finds the delta's rows of those groups,
+ *	 and its anti-join of a materialization row probes the delta, instead of
+ *	 scanning it.  Every row a writer appends costs an insert into it.
+ * - on the materialization, unless the key is one fixed-width column (its
+ *	 unique btree answers IS NULL), a partial index of the groups with a
+ *	 NULL key, which every read merges: empty in the common case, and
+ *	 written by compaction only.
  */
 void
-cv_create_delta_index(CVPlan *plan, Oid deltaid)
+cv_create_read_indexes(CVPlan *plan, Oid matrelid, Oid deltaid)
 {
 	CVKey	   *first;
 	StringInfoData buf;
 
-	if (plan->keyless || !stream_ext_delta_key_index)
+	if (plan->keyless)
 		return;
-	(void) cv_create_key_lookup_index(plan, deltaid, NULL);
+	if (stream_ext_delta_key_index)
+		(void) cv_create_key_lookup_index(plan, deltaid, NULL);
 	first = linitial(plan->keys);
 	if (list_length(plan->keys) == 1 && get_typlen(first->type) > 0)
 		return;
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE INDEX ON %s ((%s IS NULL)) WHERE ",
-					 se_qualified_relname(deltaid), quote_identifier(first->colname));
+					 se_qualified_relname(matrelid), quote_identifier(first->colname));
 	append_any_key_null(&buf, plan, NULL);
 	se_run_sql(buf.data);
 }
@@ -1567,23 +1569,23 @@ append_merged_columns(StringInfo buf, CVPlan *plan, const char *prefix)
  * - A materialization row of a group that no delta row has is read as it
  *	 is: an anti-join on the keys (equal by their equality operators), which
  *	 PostgreSQL plans as a hash (or merge) anti-join for a full read and as
- *	 a nested loop probing the delta's index (cv_create_delta_index()) for
- *	 a read filtered on keys -- a filter on m.k implies one on d.k.
+ *	 a nested loop probing the delta's index for a read filtered on keys --
+ *	 a filter on m.k implies one on d.k.
  * - The others, and the delta's rows, are merged per group: GROUP BY the
  *	 keys (NULL keys equal), states by merge_states(), counts of
  *	 count(DISTINCT) summed.  The materialization's rows join the delta's
  *	 groups by a semi-join on the keys.
  * - Keys compared with "=" never match a NULL key: a materialization row
- *	 with a NULL key goes to the merge whenever a delta row has a NULL key
- *	 (one uncorrelated EXISTS, an index probe for the common case of none),
- *	 and stays in the first branch otherwise.
+ *	 with a NULL key always goes to the merge (through the partial index of
+ *	 cv_create_read_indexes(), or the unique btree of a single fixed-width
+ *	 key), where GROUP BY meets it with the delta's rows of its group.
  *
  * A key filter is pushed into every branch, so a read by key is index
- * scans of both tables.  No per-row correlated subplan: it would be costed
- * per row, and its cost alone would make PostgreSQL JIT-compile a plain
- * full read.  One statement, one snapshot: a batch or a compaction is seen
- * whole or not at all.  matrel and delta may be any relation names (CTEs
- * in changes.c): the shape relies on no index for its result.
+ * scans of both tables (cv_create_read_indexes()).  No per-row correlated
+ * subplan: it would be costed per row, and its cost alone would make
+ * PostgreSQL JIT-compile a plain full read.  One statement, one snapshot: a
+ * batch or a compaction is seen whole or not at all.  matrel and delta may
+ * be any relation names (CTEs in changes.c): the result relies on no index.
  */
 char *
 cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
@@ -1591,18 +1593,15 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 	StringInfoData buf;
 	StringInfoData eq;
 	StringInfoData mnull;
-	StringInfoData dnull;
 	char	   *mcols = stored_columns(plan, "m.");
 
 	initStringInfo(&buf);
 	initStringInfo(&eq);
 	initStringInfo(&mnull);
-	initStringInfo(&dnull);
 	if (!plan->keyless)
 	{
 		append_keys_equal(&eq, plan, "d", "m");
 		append_any_key_null(&mnull, plan, "m");
-		append_any_key_null(&dnull, plan, "d");
 	}
 
 	/* groups without delta rows */
@@ -1610,11 +1609,10 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 	if (plan->keyless)
 		appendStringInfo(&buf, "NOT EXISTS (SELECT FROM %s d)", delta);
 	else
-		appendStringInfo(&buf, "NOT EXISTS (SELECT FROM %s d WHERE %s)"
-						 " AND NOT (%s AND EXISTS (SELECT FROM %s d WHERE %s))",
-						 delta, eq.data, mnull.data, delta, dnull.data);
+		appendStringInfo(&buf, "NOT %s AND NOT EXISTS (SELECT FROM %s d WHERE %s)",
+						 mnull.data, delta, eq.data);
 
-	/* groups with delta rows: merged */
+	/* groups with delta rows, and groups with a NULL key: merged */
 	appendStringInfoString(&buf, " UNION ALL SELECT ");
 	append_group_columns(&buf, plan, "u.");
 	append_merged_columns(&buf, plan, "u.");
@@ -1624,8 +1622,8 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 		appendStringInfo(&buf, "EXISTS (SELECT FROM %s d)", delta);
 	else
 		appendStringInfo(&buf, "EXISTS (SELECT FROM %s d WHERE %s)"
-						 " UNION ALL SELECT %s FROM %s m WHERE %s AND EXISTS (SELECT FROM %s d WHERE %s)",
-						 delta, eq.data, mcols, matrel, mnull.data, delta, dnull.data);
+						 " UNION ALL SELECT %s FROM %s m WHERE %s",
+						 delta, eq.data, mcols, matrel, mnull.data);
 	appendStringInfoString(&buf, ") u GROUP BY ");
 	append_group_columns(&buf, plan, "u.");
 	appendStringInfoChar(&buf, ')');

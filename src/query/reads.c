@@ -28,7 +28,7 @@
  * catch (hashed side tables, session fragments).
  *
  * stream_ext.delta_key_index (bool, default on) decides whether CREATE VIEW
- * gives a view's delta its key index (cv_create_delta_index()): reads by
+ * gives a view's delta its key index (cv_create_read_indexes()): reads by
  * key probe it instead of scanning the delta, and every delta row a writer
  * appends costs an index insert.
  *
