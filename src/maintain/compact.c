@@ -19,8 +19,9 @@
  *		to view_stats (stats_report_compaction(), counted at commit);
  *	  - backpressure: after each batch, the writer compacts the delta
  *		itself when it holds more than stream_ext.compact_threshold rows
- *		(compact_after_batch(); the count is estimated from the cumulative
- *		statistics and this backend's own pending counts, no scan).
+ *		(compact_after_batch(); no scan: delta_rows_waiting(), the view's
+ *		backlog kept in view_stats' shared table -- rows appended minus rows
+ *		folded, counted at commit -- plus this transaction's own).
  *
  *-------------------------------------------------------------------------
  */
@@ -133,26 +134,47 @@ se_compact_view_entry(ViewCatalogEntry *cat, int64 max_rows)
 }
 
 /*
- * The number of live rows of relation relid, cheaply: the cumulative
- * statistics (as of the last flush of every backend) plus what this
- * backend has not flushed yet, the current transaction included.
+ * The rows this transaction (subtransactions included) inserted into
+ * relation relid minus those it deleted, not yet committed.
  */
 static int64
-live_rows_estimate(Oid relid)
+own_uncommitted_rows(PgStat_TableStatus *mine)
 {
-	PgStat_StatTabEntry *shared = pgstat_fetch_stat_tabentry(relid);
-	PgStat_TableStatus *mine = find_tabstat_entry(relid);
-	int64		n = shared ? shared->n_live_tuples : 0;
+	int64		n = 0;
 
 	if (mine)
-	{
-		PgStat_TableXactStatus *t;
-
-		n += mine->t_counts.t_delta_live_tuples;
-		for (t = mine->trans; t != NULL; t = t->upper)
+		for (PgStat_TableXactStatus *t = mine->trans; t != NULL; t = t->upper)
 			n += t->tuples_inserted - t->tuples_deleted;
-	}
 	return n;
+}
+
+/*
+ * The delta rows of a view waiting to be folded, without a scan: the
+ * view's backlog in view_stats' shared table (rows appended minus rows
+ * folded, both counted when their transactions commit) plus this
+ * transaction's own.  Without a backlog (stream_ext.track_stats off, or no
+ * batch since the server started): the cumulative statistics' live
+ * tuples plus what this backend has not flushed.  That estimate is only a
+ * fallback: PostgreSQL clamps n_live_tuples at zero when a flush would take
+ * it below, which happens whenever the compactor's deletions are flushed
+ * before the inserts of the writer whose rows it folded -- the estimate
+ * then drifts up by those rows for good, and writers compact deltas that
+ * are nearly empty.
+ */
+static int64
+delta_rows_waiting(ViewCatalogEntry *cat)
+{
+	PgStat_TableStatus *mine = find_tabstat_entry(cat->deltaid);
+	PgStat_StatTabEntry *shared;
+	int64		n;
+
+	if (stats_delta_backlog(cat->viewid, &n))
+		return n + own_uncommitted_rows(mine);
+	shared = pgstat_fetch_stat_tabentry(cat->deltaid);
+	n = shared ? shared->n_live_tuples : 0;
+	if (mine)
+		n += mine->t_counts.t_delta_live_tuples;
+	return n + own_uncommitted_rows(mine);
 }
 
 void
@@ -160,7 +182,7 @@ compact_after_batch(ViewCatalogEntry *cat)
 {
 	if (!OidIsValid(cat->deltaid) || cat->compact_sql == NULL || compact_threshold < 0)
 		return;
-	if (live_rows_estimate(cat->deltaid) <= compact_threshold)
+	if (delta_rows_waiting(cat) <= compact_threshold)
 		return;
 	(void) compact_run(cat, 0);
 }

@@ -97,6 +97,10 @@ typedef struct StatsEntry
 	int64		compaction_errors;
 	TimestampTz compaction_error_at;
 	char		compaction_error[STATS_ERRMSG_LEN];
+	/* the view's delta rows committed and not yet folded (a lower bound) */
+	int64		backlog;
+	bool		backlog_known;	/* a batch has added to it since the entry
+								 * was made */
 } StatsEntry;
 
 typedef struct StatsShared
@@ -124,6 +128,7 @@ static HTAB *stats_hash = NULL;
 
 static List *pending = NIL;		/* of PendingStats, in TopTransactionContext */
 static bool callbacks_registered = false;
+static bool backlog_added = false;	/* pending batches added to backlogs */
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -239,6 +244,8 @@ init_entry(StatsEntry *e, Oid streamid)
 	e->compaction_errors = 0;
 	e->compaction_error_at = 0;
 	e->compaction_error[0] = '\0';
+	e->backlog = 0;
+	e->backlog_known = false;
 }
 
 static void
@@ -289,9 +296,63 @@ flush_pending(void)
 		merge_counters(&e->c, &p->c);
 		update_delta_since(&e->c, &p->c, now);
 		e->c.drained_at = 0;
+		e->backlog = Max(e->backlog - p->c.compacted_rows, 0);
 		SpinLockRelease(&e->mutex);
 		LWLockRelease(stats_shared->lock);
 	}
+}
+
+/*
+ * Add (sign 1) or take back (sign -1) the delta rows the pending batches
+ * appended to their views' backlogs.  Added before the commit makes the
+ * rows visible, so a compaction can fold them -- and take them off, at its
+ * own commit -- only after they were added: the backlog never goes below
+ * the rows waiting because of a race, and clamping it at zero only
+ * forgets rows nobody counted (appended before a restart or a reset).
+ * A view without an entry (the table is full) has no backlog.
+ */
+static void
+backlog_apply(int sign)
+{
+	ListCell   *lc;
+
+	if (stats_hash == NULL)
+		return;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	foreach(lc, pending)
+	{
+		PendingStats *p = lfirst(lc);
+		StatsKey	key;
+		StatsEntry *e;
+
+		if (p->c.groups == 0)
+			continue;
+		memset(&key, 0, sizeof(key));
+		key.dbid = MyDatabaseId;
+		key.viewid = p->viewid;
+		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+		if (e == NULL && sign > 0)
+		{
+			bool		found;
+
+			LWLockRelease(stats_shared->lock);
+			LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+			e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+			if (e != NULL && !found)
+				init_entry(e, p->streamid);
+			LWLockRelease(stats_shared->lock);
+			LWLockAcquire(stats_shared->lock, LW_SHARED);
+			e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+		}
+		if (e == NULL)
+			continue;
+		SpinLockAcquire(&e->mutex);
+		e->backlog = Max(e->backlog + sign * p->c.groups, 0);
+		if (sign > 0)
+			e->backlog_known = true;
+		SpinLockRelease(&e->mutex);
+	}
+	LWLockRelease(stats_shared->lock);
 }
 
 static void
@@ -299,16 +360,27 @@ stats_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (pending != NIL)
+			{
+				backlog_apply(1);
+				backlog_added = true;
+			}
+			break;
 		case XACT_EVENT_COMMIT:
 			/* after the commit record: nothing here may fail */
 			if (pending != NIL)
 				flush_pending();
 			pending = NIL;
+			backlog_added = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 			/* a prepared transaction's batches are not counted */
+			if (backlog_added)
+				backlog_apply(-1);
 			pending = NIL;
+			backlog_added = false;
 			break;
 		default:
 			break;
@@ -479,6 +551,41 @@ bool
 stats_tracking(void)
 {
 	return track_stats && stats_hash != NULL;
+}
+
+/*
+ * The delta rows of view viewid committed and not yet folded by a committed
+ * compaction (the backlog, above).  False if unknown: no statistics
+ * (stream_ext.track_stats off), or no batch counted since the server
+ * started or the view's counters were reset, or the table is full.
+ */
+bool
+stats_delta_backlog(Oid viewid, int64 *rows)
+{
+	StatsKey	key;
+	StatsEntry *e;
+	bool		known = false;
+	int64		n = 0;
+
+	if (!stats_tracking())
+		return false;
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.viewid = viewid;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		SpinLockAcquire(&e->mutex);
+		known = e->backlog_known;
+		n = e->backlog;
+		SpinLockRelease(&e->mutex);
+	}
+	LWLockRelease(stats_shared->lock);
+	if (!known)
+		return false;
+	*rows = n;
+	return true;
 }
 
 /* ---- SQL interface ------------------------------------------------------- */

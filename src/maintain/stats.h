@@ -14,6 +14,7 @@
 
 extern void stats_init(void);
 extern bool stats_tracking(void);
+extern bool stats_delta_backlog(Oid viewid, int64 *rows);
 extern void stats_report_batch(Oid viewid, Oid streamid, uint64 rows,
 							   uint64 groups, double elapsed_ms,
 							   TimestampTz max_arrival);
