@@ -26,6 +26,7 @@ export STREAM_EXT_ROOT=$ROOT
 source "$ROOT/test/lib/common.sh"
 source "$ROOT/test/lib/cluster.sh"
 source "$ROOT/test/lib/postgrest.sh"
+source "$ROOT/bench/bench_db.sh"
 
 NGROUPS=${BENCH_PGRST_GROUPS:-1000000}
 GETS=${BENCH_PGRST_GETS:-1000}
@@ -34,26 +35,14 @@ pgrst_bin >/dev/null || die "PostgREST is not available"
 
 pg_env
 DIR=$(mktemp -d /tmp/stream_ext_bench_pgrst.XXXXXX)
-own_cluster=
-if [[ -z ${PGPORT:-} ]]; then
-	scratch_create
-	own_cluster=1
-	cluster_start
-fi
+bench_cluster "$DIR"
 cleanup() {
 	pgrst_stop "$DIR"
-	rm -rf -- "$DIR"
-	[[ -n $own_cluster ]] && cluster_cleanup
-	return 0
+	bench_cleanup "$DIR"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-export PATH="$PG_BINDIR:$PATH"
+bench_traps cleanup
 
-PGDATABASE=postgres PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" \
-	-c "CREATE DATABASE $DB" >/dev/null
-export PGDATABASE=$DB
+bench_fresh_db $DB
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
 msg "loading $NGROUPS groups"

@@ -143,7 +143,7 @@ INSERT INTO shapes VALUES ('late_view', 'SELECT url, count(*) AS n, sum(amount) 
 SELECT feed(300, 22);
 SELECT * FROM check_all() WHERE shape = 'late_view';
 
--- reads by group key use the materialization's unique index
+-- reads by group key are index scans of the materialization and of the delta
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT * FROM by_url WHERE url = 'u1';
 RESET enable_seqscan;

@@ -29,6 +29,7 @@
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "query/aggsupport.h"
+#include "query/reads.h"
 
 PG_MODULE_MAGIC;
 
@@ -68,6 +69,7 @@ _PG_init(void)
 	retention_init();
 	compactor_init();
 	kafka_launcher_init();
+	reads_init();
 	MarkGUCPrefixReserved("stream_ext");
 }
 

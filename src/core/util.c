@@ -17,6 +17,7 @@
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_trigger.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
@@ -351,4 +352,22 @@ relid_from_trigger_arg(const char *qualname)
 		return RelnameGetRelid(relname);
 	nspid = get_namespace_oid(schema, true);
 	return OidIsValid(nspid) ? get_relname_relid(relname, nspid) : InvalidOid;
+}
+
+/* OPERATOR(schema.name) of operator opid */
+char *
+se_operator_sql(Oid opid)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opid));
+	Form_pg_operator op;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opid);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	result = psprintf("OPERATOR(%s.%s)",
+					  quote_identifier(get_namespace_name(op->oprnamespace)),
+					  NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return result;
 }

@@ -59,5 +59,6 @@ extern Oid	se_create_index(Oid relid, List *columns, const char *method,
 							bool unique, bool nulls_not_distinct);
 extern void se_create_guard_trigger(Oid relid);
 extern void se_run_sql(const char *sql);
+extern char *se_operator_sql(Oid opid);
 
 #endif							/* STREAM_EXT_UTIL_H */

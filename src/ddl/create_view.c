@@ -497,9 +497,7 @@ create_build(ViewBuild *cv)
 											 cv_matrel_hash_column_sql(plan),
 											 cv_delta_values_columns_sql(plan)));
 		se_create_guard_trigger(obj->deltaid);
-		/* an expression index: SQL text, the parser's work */
-		if (cv_group_hash_index_sql(plan, mq))
-			se_run_sql(cv_group_hash_index_sql(plan, mq));
+		cv_create_read_indexes(plan, obj->matrelid, obj->deltaid);
 	}
 
 	foreach(lc, plan->aggs)

@@ -93,7 +93,6 @@ typedef struct ChangesRow
 
 static bool read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt);
 static char *rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts);
-static char *operator_sql(Oid opid);
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -535,24 +534,6 @@ key_row(List *keys, const char *prefix)
 	return buf.data;
 }
 
-/* OPERATOR(schema.name) of operator opid */
-static char *
-operator_sql(Oid opid)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opid));
-	Form_pg_operator op;
-	char	   *result;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opid);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	result = psprintf("OPERATOR(%s.%s)",
-					  quote_identifier(get_namespace_name(op->oprnamespace)),
-					  NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return result;
-}
-
 /*
  * The view's rows (one column r of its row type) of the groups of the batch
  * in the transition table: the view's own SELECT (window_view_select_sql(),
@@ -611,7 +592,7 @@ rows_of_batch_sql(Oid viewid, CVPlan *plan, CVBatchAggParts *parts)
 					(errcode(ERRCODE_UNDEFINED_FUNCTION),
 					 errmsg("changes = true needs an equality operator for the GROUP BY key of type %s",
 							format_type_be(key->type))));
-		op = operator_sql(tce->eq_opr);
+		op = se_operator_sql(tce->eq_opr);
 		appendStringInfo(&eq, "%st.%s %s b.%s", first ? "" : " AND ", k, op, k);
 		appendStringInfo(&nulleq, "%s(t.%s %s b.%s OR (t.%s IS NULL AND b.%s IS NULL))",
 						 first ? "" : " AND ", k, op, k, k, k);

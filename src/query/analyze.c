@@ -54,6 +54,7 @@
 #include "query/aggsupport.h"
 #include "query/analyze.h"
 #include "query/joins.h"
+#include "query/reads.h"
 #include "query/retract.h"
 
 static int
@@ -1497,38 +1498,76 @@ cv_maintain_append_sql(CVPlan *plan, const char *delta, const char *source)
 
 
 /*
- * The expression matching the rows of one group across materialization and
- * delta in reads, after prefix: the stored hash of wide keys, else the hash
- * of the keys computed when read.  A hash is never NULL, so one hashable
- * int8 equality matches groups with NULL keys too; rows of different groups
- * with the same hash are told apart by the GROUP BY of their merge.
+ * "a.k1 OP b.k1 AND ...": the keys of a and b equal by each key type's
+ * default equality operator (the one GROUP BY uses), so a join on them is
+ * hashable and mergeable and a filter on a.k1 carries over to b.k1.  Keys
+ * that are NULL never match: see append_any_key_null().
  */
-static char *
-group_hash(CVPlan *plan, const char *prefix)
+static void
+append_keys_equal(StringInfo buf, CVPlan *plan, const char *a, const char *b)
 {
-	StringInfoData buf;
+	ListCell   *lc;
 
-	initStringInfo(&buf);
-	if (cv_matrel_hashed(plan))
-		appendStringInfo(&buf, "%s%s", prefix, CV_KEY_HASH_COLUMN);
-	else
-		append_key_hash(&buf, key_column_refs(plan, prefix));
-	return buf.data;
+	foreach(lc, plan->keys)
+	{
+		CVKey	   *key = lfirst(lc);
+		const char *col = quote_identifier(key->colname);
+		TypeCacheEntry *tce = lookup_type_cache(key->type, TYPECACHE_EQ_OPR);
+
+		if (!OidIsValid(tce->eq_opr))
+			elog(ERROR, "no equality operator for the GROUP BY key of type %s",
+				 format_type_be(key->type));
+		appendStringInfo(buf, "%s%s.%s %s %s.%s", foreach_current_index(lc) > 0 ? " AND " : "",
+						 a, col, se_operator_sql(tce->eq_opr), b, col);
+	}
+}
+
+/* "(p.k1 IS NULL OR ...)": a group with a NULL key (p NULL: no prefix) */
+static void
+append_any_key_null(StringInfo buf, CVPlan *plan, const char *p)
+{
+	ListCell   *lc;
+
+	appendStringInfoChar(buf, '(');
+	foreach(lc, plan->keys)
+		appendStringInfo(buf, "%s%s%s%s IS NULL", foreach_current_index(lc) > 0 ? " OR " : "",
+						 p ? p : "", p ? "." : "",
+						 quote_identifier(((CVKey *) lfirst(lc))->colname));
+	appendStringInfoChar(buf, ')');
 }
 
 /*
- * The index of a materialization that appends on its group hash, or NULL
- * when the hash is stored (wide keys: the unique index is on it) or the
- * view has no keys: reads find a delta group's materialization row through
- * it.  Only compaction writes the materialization, and keys never change,
- * so it costs no writer anything and compaction's updates stay HOT.
+ * The indexes reads of a view that appends need (cv_merged_source_sql();
+ * keyless views: none):
+ * - on the delta, unless stream_ext.delta_key_index is off, the key lookup
+ *	 index of cv_create_key_lookup_index() (a btree on the keys, or on the
+ *	 leading fixed-width ones, or a hash index on a variable-width first
+ *	 key): a read filtered on keys finds the delta's rows of those groups,
+ *	 and its anti-join of a materialization row probes the delta, instead of
+ *	 scanning it.  Every row a writer appends costs an insert into it.
+ * - on the materialization, unless the key is one fixed-width column (its
+ *	 unique btree answers IS NULL), a partial index of the groups with a
+ *	 NULL key, which every read merges: empty in the common case, and
+ *	 written by compaction only.
  */
-char *
-cv_group_hash_index_sql(CVPlan *plan, const char *matrel)
+void
+cv_create_read_indexes(CVPlan *plan, Oid matrelid, Oid deltaid)
 {
-	if (plan->keyless || cv_matrel_hashed(plan))
-		return NULL;
-	return psprintf("CREATE INDEX ON %s ((%s))", matrel, group_hash(plan, ""));
+	CVKey	   *first;
+	StringInfoData buf;
+
+	if (plan->keyless)
+		return;
+	if (stream_ext_delta_key_index)
+		(void) cv_create_key_lookup_index(plan, deltaid, NULL);
+	first = linitial(plan->keys);
+	if (list_length(plan->keys) == 1 && get_typlen(first->type) > 0)
+		return;
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE INDEX ON %s ((%s IS NULL)) WHERE ",
+					 se_qualified_relname(matrelid), quote_identifier(first->colname));
+	append_any_key_null(&buf, plan, NULL);
+	se_run_sql(buf.data);
 }
 
 /* the columns the view reads (keys or _single, every aggregate's), after prefix */
@@ -1569,22 +1608,28 @@ append_merged_columns(StringInfo buf, CVPlan *plan, const char *prefix)
 
 /*
  * The rows the view reads, one per group, with the materialization's column
- * names: materialization (+) delta.
+ * names: materialization (+) delta (docs/internals.md, "Reading").
  *
- * - A materialization row whose group hash (group_hash()) no delta row has
- *	 is read as it is: NOT (hash = ANY (SELECT hash FROM delta)), which
- *	 PostgreSQL makes a hashed subplan whatever its estimate of the delta
- *	 (an anti-join over an empty-looking delta could rescan it per row), and
- *	 which answers without evaluating the row's hash while the delta is
- *	 empty.  A filter on a key stays an index scan of the materialization.
+ * - A materialization row of a group that no delta row has is read as it
+ *	 is: an anti-join on the keys (equal by their equality operators), which
+ *	 PostgreSQL plans as a hash (or merge) anti-join for a full read and as
+ *	 a nested loop probing the delta's index for a read filtered on keys --
+ *	 a filter on m.k implies one on d.k.
  * - The others, and the delta's rows, are merged per group: GROUP BY the
  *	 keys (NULL keys equal), states by merge_states(), counts of
- *	 count(DISTINCT) summed.  Gated by "the delta is not empty".
+ *	 count(DISTINCT) summed.  The materialization's rows join the delta's
+ *	 groups by a semi-join on the keys.
+ * - Keys compared with "=" never match a NULL key: a materialization row
+ *	 with a NULL key always goes to the merge (through the partial index of
+ *	 cv_create_read_indexes(), or the unique btree of a single fixed-width
+ *	 key), where GROUP BY meets it with the delta's rows of its group.
  *
- * Every correlated part is a hashed subplan or a join: a per-row subplan
- * would be costed for every row, and its cost alone would make PostgreSQL
- * JIT-compile a plain full read.  One statement, one snapshot: a batch or a
- * compaction is seen whole or not at all.
+ * A key filter is pushed into every branch, so a read by key is index
+ * scans of both tables (cv_create_read_indexes()).  No per-row correlated
+ * subplan: it would be costed per row, and its cost alone would make
+ * PostgreSQL JIT-compile a plain full read.  One statement, one snapshot: a
+ * batch or a compaction is seen whole or not at all.  matrel and delta may
+ * be any relation names (CTEs in changes.c): the result relies on no index.
  */
 static void append_deferred_new_values(StringInfo buf, CVPlan *plan, const char *delta);
 
@@ -1592,26 +1637,39 @@ char *
 cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 {
 	StringInfoData buf;
+	StringInfoData eq;
+	StringInfoData mnull;
 	char	   *mcols = stored_columns(plan, "m.");
 
 	initStringInfo(&buf);
+	initStringInfo(&eq);
+	initStringInfo(&mnull);
+	if (!plan->keyless)
+	{
+		append_keys_equal(&eq, plan, "d", "m");
+		append_any_key_null(&mnull, plan, "m");
+	}
+
 	/* groups without delta rows */
 	appendStringInfo(&buf, "(SELECT %s FROM %s m WHERE ", mcols, matrel);
 	if (plan->keyless)
 		appendStringInfo(&buf, "NOT EXISTS (SELECT FROM %s d)", delta);
 	else
-		appendStringInfo(&buf, "NOT (%s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d))",
-						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
+		appendStringInfo(&buf, "NOT %s AND NOT EXISTS (SELECT FROM %s d WHERE %s)",
+						 mnull.data, delta, eq.data);
 
-	/* groups with delta rows: merged */
+	/* groups with delta rows, and groups with a NULL key: merged */
 	appendStringInfoString(&buf, " UNION ALL SELECT ");
 	append_group_columns(&buf, plan, "u.");
 	append_merged_columns(&buf, plan, "u.");
-	appendStringInfo(&buf, " FROM (SELECT %s FROM %s d UNION ALL SELECT %s FROM %s m WHERE EXISTS (SELECT FROM %s d)",
-					 stored_columns(plan, "d."), delta, mcols, matrel, delta);
-	if (!plan->keyless)
-		appendStringInfo(&buf, " AND %s OPERATOR(pg_catalog.=) ANY (SELECT %s FROM %s d)",
-						 group_hash(plan, "m."), group_hash(plan, "d."), delta);
+	appendStringInfo(&buf, " FROM (SELECT %s FROM %s d UNION ALL SELECT %s FROM %s m WHERE ",
+					 stored_columns(plan, "d."), delta, mcols, matrel);
+	if (plan->keyless)
+		appendStringInfo(&buf, "EXISTS (SELECT FROM %s d)", delta);
+	else
+		appendStringInfo(&buf, "EXISTS (SELECT FROM %s d WHERE %s)"
+						 " UNION ALL SELECT %s FROM %s m WHERE %s",
+						 delta, eq.data, mcols, matrel, mnull.data);
 	if (plan->defer_distinct)
 		append_deferred_new_values(&buf, plan, delta);
 	appendStringInfoString(&buf, ") u GROUP BY ");

@@ -128,7 +128,7 @@ extern char *cv_union_source_sql(CVPlan *plan, const char *matrel,
 								 const char *delta);
 extern char *cv_compact_sql(CVPlan *plan, const char *matrel,
 							const char *delta);
-extern char *cv_group_hash_index_sql(CVPlan *plan, const char *matrel);
+extern void cv_create_read_indexes(CVPlan *plan, Oid matrelid, Oid deltaid);
 extern char *cv_view_select_sql(CVPlan *plan, Oid matrelid,
 								const char *matrel);
 extern char *cv_key_hash_sql(List *exprs);
