@@ -834,7 +834,7 @@ rollup_distinct_backfill_sql(RollupSpec *spec, int n, char *sql)
 		{
 			CVAgg	   *agg = lfirst(lc);
 
-			if (agg->is_distinct && distinct_side_table(spec->uplan, agg, parts) == feed)
+			if (agg->is_distinct && cv_distinct_side_table(spec->uplan, agg, parts) == feed)
 				rows = cv_distinct_values_sql(spec->uplan, agg, rel_sql(feed),
 											  rel_sql(spec->updelta));
 		}
