@@ -538,7 +538,14 @@ rewrite_query(Query *q)
 				CVAgg	   *cvagg;
 
 				if (plan == NULL)
+				{
+					ViewCatalogEntry entry;
+
 					plan = cv_reanalyze(viewid, copyObject(def), deftext);
+					/* count(DISTINCT) deferred to compaction: values in the delta too */
+					if (catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
+						cv_detect_deferred_distinct(plan, viewid, entry.deltaid);
+				}
 				cvagg = cv_column_agg(plan, call->attno);
 				if (cvagg == NULL || !cvagg->is_distinct)
 					ereport(ERROR,

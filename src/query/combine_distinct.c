@@ -215,9 +215,32 @@ keys_hash_expr(List *vars, Oid fn)
  * LEFT JOINed to the side table's values per group (see the file header);
  * returns the Var of the values' array, NULL for a group without values.
  */
+/* checkAsUser of every relation read by q and its subqueries */
+static void
+set_check_as_user(List *rtable, Oid checkAsUser)
+{
+	ListCell   *lc;
+
+	foreach(lc, rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			rte->checkAsUser = checkAsUser;
+		else if (rte->rtekind == RTE_SUBQUERY)
+			set_check_as_user(rte->subquery->rtable, checkAsUser);
+	}
+}
+
+/*
+ * from_sql: NULL for the side table itself, else a statement giving its
+ * rows (keys, value): for a view that defers its count(DISTINCT) to
+ * compaction, the side table and the values still in the delta's arrays
+ * (cv_distinct_values_sql()).
+ */
 static Var *
-join_side_values(Oid auxid, CVPlan *plan, Query *viewq, int mvarno, List *mvars,
-				 RangeTblEntry *matrte)
+join_side_values(Oid auxid, const char *from_sql, CVPlan *plan, Query *viewq, int mvarno,
+				 List *mvars, RangeTblEntry *matrte)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -258,9 +281,13 @@ join_side_values(Oid auxid, CVPlan *plan, Query *viewq, int mvarno, List *mvars,
 			appendStringInfo(&h, "stream_ext.key_hash(a.%s, %s)",
 							 quote_identifier(((CVKey *) lfirst(lc))->colname), prev);
 		}
-		appendStringInfo(&sql, "%s AS stream_ext_h, pg_catalog.array_agg(a.value) AS stream_ext_values FROM %s a",
-						 h.data, quote_qualified_identifier(get_namespace_name(get_rel_namespace(auxid)),
-															get_rel_name(auxid)));
+		if (from_sql != NULL)
+			appendStringInfo(&sql, "%s AS stream_ext_h, pg_catalog.array_agg(a.value) AS stream_ext_values FROM (%s) a",
+							 h.data, from_sql);
+		else
+			appendStringInfo(&sql, "%s AS stream_ext_h, pg_catalog.array_agg(a.value) AS stream_ext_values FROM %s a",
+							 h.data, quote_qualified_identifier(get_namespace_name(get_rel_namespace(auxid)),
+																get_rel_name(auxid)));
 	}
 	if (se_stream_is_changelog(plan->streamid))
 		appendStringInfoString(&sql, " WHERE a." SE_SIDE_COUNT_COLUMN " OPERATOR(pg_catalog.>) 0");
@@ -272,13 +299,7 @@ join_side_values(Oid auxid, CVPlan *plan, Query *viewq, int mvarno, List *mvars,
 	raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
 	grouped = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.data, NULL, 0, NULL);
 	se_restore(&runas);
-	foreach(lc, grouped->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-
-		if (rte->rtekind == RTE_RELATION)
-			rte->checkAsUser = matrte->checkAsUser;
-	}
+	set_check_as_user(grouped->rtable, matrte->checkAsUser);
 
 	/* v: the grouped values, a subquery of the view's query */
 	vrte = makeNode(RangeTblEntry);
@@ -479,11 +500,66 @@ combine_distinct_column(Oid viewid, CVPlan *plan, CVAgg *agg, Query *viewq,
 									   a->varcollid, 0));
 	}
 
+	/*
+	 * A view that defers its count(DISTINCT) to compaction: the values of
+	 * the side table and those still in the delta's arrays, joined by hash.
+	 */
+	if (plan->defer_distinct)
+	{
+		ViewCatalogEntry entry;
+		Oid			deltaid;
+
+		if (!catalog_lookup_view(viewid, &entry, CurrentMemoryContext))
+			elog(ERROR, "stream_ext: continuous view %u is not in the catalog", viewid);
+		deltaid = entry.deltaid;
+		if (plan->keyless)
+		{
+			/* one group: all of its values, an uncorrelated sublink */
+			char	   *sql = psprintf("SELECT pg_catalog.array_agg(a.value) FROM (%s) a",
+									   cv_distinct_values_sql(plan, agg, agg->auxrel,
+															  quote_qualified_identifier(get_namespace_name(get_rel_namespace(deltaid)),
+																						 get_rel_name(deltaid))));
+			SeRunAs		runas;
+			Query	   *sub;
+			SubLink    *link = makeNode(SubLink);
+
+			table_close(rel, NoLock);
+			se_run_as_owner(&runas, OidIsValid(matrte->checkAsUser) ? matrte->checkAsUser : GetUserId(), NULL);
+			sub = parse_analyze_fixedparams(linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT)),
+											sql, NULL, 0, NULL);
+			se_restore(&runas);
+			set_check_as_user(sub->rtable, matrte->checkAsUser);
+			link->subLinkType = EXPR_SUBLINK;
+			link->subLinkId = 0;
+			link->testexpr = NULL;
+			link->operName = NIL;
+			link->subselect = (Node *) sub;
+			link->location = -1;
+			tle->expr = (Expr *) link;
+			return makeVar(varno, attno, exprType((Node *) link), -1,
+						   exprCollation((Node *) link), 0);
+		}
+		if (!joinable_from(viewq, count->varno))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("stream_ext.combine() cannot merge column \"%s\" of continuous view \"%s\"",
+							agg->colname, get_rel_name(viewid)),
+					 errdetail("The view is read through a join inside its own definition, and its distinct values are partly in its delta."),
+					 errhint("Read the column itself, or run stream_ext.compact('%s') first.",
+							 get_rel_name(viewid))));
+		table_close(rel, NoLock);
+		value = join_side_values(auxid, cv_distinct_values_sql(plan, agg, agg->auxrel,
+															   quote_qualified_identifier(get_namespace_name(get_rel_namespace(deltaid)),
+																						  get_rel_name(deltaid))),
+								 plan, viewq, count->varno, mvars, matrte);
+		tle->expr = (Expr *) value;
+		return makeVar(varno, attno, value->vartype, -1, value->varcollid, 0);
+	}
 	/* no index by keys: one pass over the side table, joined by hash */
 	if (cv_auxrel_hashed(plan, agg) && !plan->keyless && joinable_from(viewq, count->varno))
 	{
 		table_close(rel, NoLock);
-		value = join_side_values(auxid, plan, viewq, count->varno, mvars, matrte);
+		value = join_side_values(auxid, NULL, plan, viewq, count->varno, mvars, matrte);
 		tle->expr = (Expr *) value;
 		return makeVar(varno, attno, value->vartype, -1, value->varcollid, 0);
 	}

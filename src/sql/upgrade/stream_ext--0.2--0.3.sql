@@ -770,6 +770,7 @@ CREATE AGGREGATE stream_ext.distinct_union(anyarray) (
     STYPE = internal,
     FINALFUNC = stream_ext.distinct_union_final,
     FINALFUNC_MODIFY = READ_WRITE
+);
 
 -- w2: deferred count(DISTINCT): the batch's distinct values per group (query/distinct_values.c)
 CREATE FUNCTION stream_ext.distinct_values_add(internal, anyelement) RETURNS internal
