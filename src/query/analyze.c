@@ -1585,13 +1585,22 @@ cv_union_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 
 /*
  * The compaction of a delta: delete up to $1 (bigint; NULL: all) of its
- * rows that no other compaction holds, merge them per group and store the
- * result into the materialization (the upsert of cv_store_sql(), in key
- * order), in one statement -- the rows leave the delta and reach the
- * materialization in the same transaction, so a reader sees either.
- * Yields (delta rows folded, groups stored).  Writers only insert into the
- * delta, so nothing here waits for them; concurrent compactions skip each
- * other's rows and lock groups in the same order.
+ * rows, merge them per group and store the result into the
+ * materialization (the upsert of cv_store_sql(), in key order), in one
+ * statement -- the rows leave the delta and reach the materialization in
+ * the same transaction, so a reader sees either.  Yields (delta rows
+ * folded, groups stored, whether it saw the whole delta).
+ *
+ * The rows are those visible to the statement's snapshot below a ctid
+ * bound: b, the ctid of the ($1 + 1)th row in heap order (a TID range
+ * scan, which starts at block 0, never at a synchronized scan's position),
+ * and the DELETE reads the heap from its start up to it -- no subselect of
+ * ctids, no row locks.  Rows that writers insert meanwhile, below the bound
+ * too (into space freed by earlier compactions), are invisible to the
+ * snapshot and stay for the next compaction.  Without row locks two
+ * compactions of one view would queue on each other's rows, so the caller
+ * serializes them (compact.c, "the view's compaction lock").  Writers only
+ * insert into the delta: nothing here waits for them.
  */
 char *
 cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
@@ -1622,7 +1631,7 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		StringInfoData w;
 
 		initStringInfo(&w);
-		appendStringInfo(&w, " WHERE NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT ",
+		appendStringInfo(&w, " AND NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT ",
 						 matrel, CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN);
 		append_rows_equal(&w, key_column_refs(plan, "m."), key_column_refs(plan, "x."));
 		appendStringInfo(&w, ") AND NOT (x.%s OPERATOR(pg_catalog.=) ANY (SELECT y.%s FROM %s y GROUP BY y.%s HAVING pg_catalog.count(DISTINCT ROW(",
@@ -1631,11 +1640,14 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		appendStringInfoString(&w, ")) OPERATOR(pg_catalog.>) 1))");
 		candidates = w.data;
 	}
-	return psprintf("/* stream_ext compaction */ WITH d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"SELECT x.ctid FROM %s x%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)) RETURNING *),"
+	return psprintf("/* stream_ext compaction */ WITH b AS (SELECT x.ctid FROM %s x"
+					" WHERE $1 IS NOT NULL AND x.ctid OPERATOR(pg_catalog.>=) '(0,0)'%s OFFSET $1 LIMIT 1),"
+					" d AS (DELETE FROM %s x WHERE x.ctid OPERATOR(pg_catalog.<)"
+					" COALESCE((SELECT b.ctid FROM b), '(4294967295,0)'::pg_catalog.tid)%s RETURNING x.*),"
 					" s AS (%s RETURNING 1)"
-					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s)",
-					delta, delta, candidates,
+					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s),"
+					" NOT EXISTS (SELECT FROM b)",
+					delta, candidates, delta, candidates,
 					store_sql(plan, matrel, merged.data, "c", true));
 }
 
