@@ -11,8 +11,11 @@
  *	  twice and a reader sees the view the same before and after.  It takes
  *	  no lock writers wait for: they only insert into the delta.
  *
- *	  The view's compaction lock.  The statement deletes the delta rows
- *	  below a ctid bound without locking them first, so a second compaction
+ *	  The view's compaction lock.  Unless TTL or a sliding window's expiry
+ *	  delete the view's delta rows too (then the statement locks up to
+ *	  max_rows rows FOR UPDATE SKIP LOCKED, skipping theirs), the statement
+ *	  deletes the delta rows below a ctid bound without locking them
+ *	  first (query/analyze.c, cv_compact_sql()), so a second compaction
  *	  of the same view would wait on every row the first deletes (and then
  *	  skip it: READ COMMITTED never deletes a row twice, so nothing is
  *	  counted twice either way).  Compactions of one view are therefore
@@ -97,9 +100,11 @@ view_display_name(Oid viewid)
 static int64
 compact_run(ViewCatalogEntry *cat, int64 max_rows, bool wait)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(max_rows)};
-	char		nulls[1] = {max_rows > 0 ? ' ' : 'n'};
+	/* rows others delete too (TTL, sliding expiry): lock, skip theirs */
+	bool		lock_rows = cat->has_ttl || cat->expire_sql != NULL;
+	Oid			argtypes[2] = {INT8OID, BOOLOID};
+	Datum		values[2] = {Int64GetDatum(max_rows), BoolGetDatum(lock_rows)};
+	char		nulls[2] = {max_rows > 0 ? ' ' : 'n', ' '};
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz start = GetCurrentTimestamp();	/* before the snapshot */
 	SeRunAs		runas;
@@ -116,14 +121,14 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows, bool wait)
 	se_materialize_begin();
 	PG_TRY();
 	{
-		rc = SPI_execute_with_args(cat->compact_sql, 1, argtypes, values, nulls, false, 0);
+		rc = SPI_execute_with_args(cat->compact_sql, 2, argtypes, values, nulls, false, 0);
 		if (rc != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "stream_ext: compaction failed: %s", SPI_result_code_string(rc));
 		folded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
-		/* a statement made before the ctid bound: LIMIT, no third column */
+		/* rows locked and LIMITed: it saw the whole delta if it got fewer */
 		whole = max_rows <= 0 || folded < max_rows;
-		if (SPI_tuptable->tupdesc->natts >= 3)
+		if (!lock_rows)
 			whole = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 3, &isnull));
 	}

@@ -1591,16 +1591,22 @@ cv_union_source_sql(CVPlan *plan, const char *matrel, const char *delta)
  * the same transaction, so a reader sees either.  Yields (delta rows
  * folded, groups stored, whether it saw the whole delta).
  *
- * The rows are those visible to the statement's snapshot below a ctid
- * bound: b, the ctid of the ($1 + 1)th row in heap order (a TID range
- * scan, which starts at block 0, never at a synchronized scan's position),
- * and the DELETE reads the heap from its start up to it -- no subselect of
- * ctids, no row locks.  Rows that writers insert meanwhile, below the bound
- * too (into space freed by earlier compactions), are invisible to the
- * snapshot and stay for the next compaction.  Without row locks two
- * compactions of one view would queue on each other's rows, so the caller
- * serializes them (compact.c, "the view's compaction lock").  Writers only
- * insert into the delta: nothing here waits for them.
+ * $2 (boolean) is false when compactions are the only statements that
+ * delete the view's delta rows: the rows are then those visible to the
+ * statement's snapshot below a ctid bound: b, the ctid of the ($1 + 1)th
+ * row in heap order (a TID range scan, which starts at block 0, never at a
+ * synchronized scan's position), and the DELETE reads the heap from its
+ * start up to it -- no subselect of ctids, no row locks.  Rows that writers
+ * insert meanwhile, below the bound too (into space freed by earlier
+ * compactions), are invisible to the snapshot and stay for the next
+ * compaction.  Without row locks two compactions of one view would queue
+ * on each other's rows, so the caller serializes them (compact.c, "the
+ * view's compaction lock").  $2 is true when TTL or a sliding window's
+ * expiry delete delta rows too: those lock rows FOR UPDATE SKIP LOCKED in
+ * transactions of their own (a writer's, for sliding expiry), so the
+ * compaction takes up to $1 rows the same way, skipping theirs instead of
+ * waiting for them (b is then empty and the third column true).  Writers
+ * only insert into the delta: nothing here waits for them.
  */
 char *
 cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
@@ -1641,13 +1647,15 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		candidates = w.data;
 	}
 	return psprintf("/* stream_ext compaction */ WITH b AS (SELECT x.ctid FROM %s x"
-					" WHERE $1 IS NOT NULL AND x.ctid OPERATOR(pg_catalog.>=) '(0,0)'%s OFFSET $1 LIMIT 1),"
+					" WHERE $1 IS NOT NULL AND NOT $2 AND x.ctid OPERATOR(pg_catalog.>=) '(0,0)'%s OFFSET $1 LIMIT 1),"
 					" d AS (DELETE FROM %s x WHERE x.ctid OPERATOR(pg_catalog.<)"
-					" COALESCE((SELECT b.ctid FROM b), '(4294967295,0)'::pg_catalog.tid)%s RETURNING x.*),"
+					" COALESCE((SELECT b.ctid FROM b), '(4294967295,0)'::pg_catalog.tid)"
+					" AND (NOT $2 OR x.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"SELECT x.ctid FROM %s x WHERE true%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)))%s RETURNING x.*),"
 					" s AS (%s RETURNING 1)"
 					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s),"
 					" NOT EXISTS (SELECT FROM b)",
-					delta, candidates, delta, candidates,
+					delta, candidates, delta, delta, candidates, candidates,
 					store_sql(plan, matrel, merged.data, "c", true));
 }
 
