@@ -809,6 +809,7 @@ row_view_entry(HeapTuple tup, TupleDesc desc, void *arg)
 		entry->deltaid = InvalidOid;
 	entry->compact_sql = SPI_getvalue(tup, desc, 12);
 	entry->query_sql = SPI_getvalue(tup, desc, 13);
+	entry->has_ttl = DatumGetBool(SPI_getbinval(tup, desc, 14, &isnull)) && !isnull;
 	entry->distinct_sql = NIL;
 	arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
@@ -842,12 +843,14 @@ lookup_views(const char *column, Oid relid, MemoryContext mcxt)
 
 	sql = psprintf("SELECT v.view::oid, v.stream::oid, c.relowner,"
 				   " v.maintain_sql, v.distinct_sql, v.timezone, v.matrel::oid, %s, %s, %s,"
-				   " %s"
+				   " %s, %s"
 				   " FROM stream_ext.view_catalog v"
 				   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
 				   " WHERE v.%s = $1 ORDER BY v.matrel::oid",
 				   window_columns, notify, delta,
 				   "v.definition",
+				   /* TTL matters to views with a delta (compact.c), all 0.3 */
+				   catalog_has_delta() ? "v.ttl_sql IS NOT NULL" : "false",
 				   column);
 	/* the entries, their strings and the list in mcxt */
 	old = MemoryContextSwitchTo(mcxt);

@@ -29,6 +29,7 @@ typedef struct ViewCatalogEntry
 	Oid			deltaid;		/* the delta batches append to, or Invalid:
 								 * the view upserts (docs/internals.md) */
 	char	   *compact_sql;	/* folds the delta into the matrel, or NULL */
+	bool		has_ttl;		/* TTL deletes groups (and their delta rows) */
 	char	   *query_sql;		/* the view's recorded definition (every name
 								 * schema-qualified since 0.3) */
 } ViewCatalogEntry;

@@ -9,8 +9,23 @@
  *	  compact_sql): the rows leave the delta and their merged states reach
  *	  the materialization in one transaction, so no row is lost or counted
  *	  twice and a reader sees the view the same before and after.  It takes
- *	  no lock writers wait for: they only insert into the delta, and rows
- *	  held by a concurrent compaction are skipped.
+ *	  no lock writers wait for: they only insert into the delta.
+ *
+ *	  The view's compaction lock.  Unless TTL or a sliding window's expiry
+ *	  delete the view's delta rows too (then the statement locks up to
+ *	  max_rows rows FOR UPDATE SKIP LOCKED, skipping theirs), the statement
+ *	  deletes the delta rows below a ctid bound without locking them
+ *	  first (query/analyze.c, cv_compact_sql()), so a second compaction
+ *	  of the same view would wait on every row the first deletes (and then
+ *	  skip it: READ COMMITTED never deletes a row twice, so nothing is
+ *	  counted twice either way).  Compactions of one view are therefore
+ *	  serialized by a lock of their own, held to the end of the
+ *	  transaction: an advisory lock tag on (database, view) with a field4
+ *	  of our own (SE_COMPACT_LOCK_FIELD4; the SQL advisory lock functions
+ *	  use 1 and 2).  The background compactor and a writer's backpressure
+ *	  skip a view whose lock is taken (the writer checks again at its next
+ *	  batch, so a writer never waits for a compaction); stream_ext.compact()
+ *	  waits for it, as for any lock (lock_timeout, deadlock detection).
  *
  *	  - se_compact_view(): the entry point, for stream_ext.compact() and
  *		the background compactor; runs the statement as the view's owner,
@@ -32,6 +47,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -48,6 +64,22 @@ PG_FUNCTION_INFO_V1(stream_ext_compact);
 /* stream_ext.compact_threshold: delta rows over which a writer compacts */
 static int	compact_threshold = 20000;
 
+/* field4 of the view's compaction lock tag (SQL advisory locks use 1 and 2) */
+#define SE_COMPACT_LOCK_FIELD4	0x5345
+
+/*
+ * Take the compaction lock of view viewid for this transaction: wait for
+ * it, or (!wait) give up at once if another transaction holds it.
+ */
+static bool
+compact_lock(Oid viewid, bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, viewid, 0, SE_COMPACT_LOCK_FIELD4);
+	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
 /* the view's name for messages; its OID once it is gone (dropped meanwhile) */
 static char *
 view_display_name(Oid viewid)
@@ -60,31 +92,45 @@ view_display_name(Oid viewid)
 	return quote_qualified_identifier(nsp, name);
 }
 
-/* run cat's compaction statement as its owner; the number of delta rows folded */
+/*
+ * Run cat's compaction statement as its owner; the number of delta rows
+ * folded.  Takes the view's compaction lock first, waiting for it if
+ * wait, else returning 0 when another transaction holds it.
+ */
 static int64
-compact_run(ViewCatalogEntry *cat, int64 max_rows)
+compact_run(ViewCatalogEntry *cat, int64 max_rows, bool wait)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(max_rows)};
-	char		nulls[1] = {max_rows > 0 ? ' ' : 'n'};
+	/* rows others delete too (TTL, sliding expiry): lock, skip theirs */
+	bool		lock_rows = cat->has_ttl || cat->expire_sql != NULL;
+	Oid			argtypes[2] = {INT8OID, BOOLOID};
+	Datum		values[2] = {Int64GetDatum(max_rows), BoolGetDatum(lock_rows)};
+	char		nulls[2] = {max_rows > 0 ? ' ' : 'n', ' '};
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz start = GetCurrentTimestamp();	/* before the snapshot */
 	SeRunAs		runas;
 	int64		folded = 0;
+	bool		whole = true;
 	bool		isnull;
 	int			rc;
 
+	if (!compact_lock(cat->viewid, wait))
+		return 0;
 	se_run_as_owner(&runas, cat->owner, cat->timezone);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	se_materialize_begin();
 	PG_TRY();
 	{
-		rc = SPI_execute_with_args(cat->compact_sql, 1, argtypes, values, nulls, false, 0);
+		rc = SPI_execute_with_args(cat->compact_sql, 2, argtypes, values, nulls, false, 0);
 		if (rc != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "stream_ext: compaction failed: %s", SPI_result_code_string(rc));
 		folded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
+		/* rows locked and LIMITed: it saw the whole delta if it got fewer */
+		whole = max_rows <= 0 || folded < max_rows;
+		if (!lock_rows)
+			whole = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 3, &isnull));
 	}
 	PG_CATCH();
 	{
@@ -97,10 +143,10 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows)
 	se_materialize_end();
 	SPI_finish();
 	se_restore(&runas);
-	/* view_stats' compaction columns; "drained" if it folded all it saw */
+	/* view_stats' compaction columns; "drained" if it saw the whole delta */
 	stats_report_compaction(cat->viewid, (uint64) folded,
 							(double) (GetCurrentTimestamp() - start) / 1000.0,
-							max_rows <= 0 || folded < max_rows ? start : 0);
+							whole ? start : 0);
 	return folded;
 }
 
@@ -130,7 +176,7 @@ se_compact_view_entry(ViewCatalogEntry *cat, int64 max_rows)
 {
 	if (!OidIsValid(cat->deltaid) || cat->compact_sql == NULL)
 		return 0;
-	return compact_run(cat, max_rows);
+	return compact_run(cat, max_rows, false);
 }
 
 /*
@@ -184,7 +230,7 @@ compact_after_batch(ViewCatalogEntry *cat)
 		return;
 	if (delta_rows_waiting(cat) <= compact_threshold)
 		return;
-	(void) compact_run(cat, 0);
+	(void) compact_run(cat, 0, false);
 }
 
 /*
@@ -208,7 +254,7 @@ stream_ext_compact(PG_FUNCTION_ARGS)
 				 errdetail("Compaction runs as the view's owner.")));
 	if (!OidIsValid(cat.deltaid) || cat.compact_sql == NULL)
 		PG_RETURN_INT64(0);
-	PG_RETURN_INT64(compact_run(&cat, 0));
+	PG_RETURN_INT64(compact_run(&cat, 0, true));
 }
 
 void

@@ -16,7 +16,8 @@ extern void compact_init(void);
 /*
  * Fold up to max_rows rows (all when max_rows <= 0) of the delta of view
  * viewid into its materialization, as the view's owner; returns the number
- * of delta rows folded (0 for a view that upserts).  One statement: call it
+ * of delta rows folded (0 for a view that upserts, and 0 at once when
+ * another transaction is compacting the view).  One statement: call it
  * in a transaction of its own to make the work visible (it commits with
  * that transaction).
  */

@@ -1691,13 +1691,28 @@ cv_union_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 
 /*
  * The compaction of a delta: delete up to $1 (bigint; NULL: all) of its
- * rows that no other compaction holds, merge them per group and store the
- * result into the materialization (the upsert of cv_store_sql(), in key
- * order), in one statement -- the rows leave the delta and reach the
- * materialization in the same transaction, so a reader sees either.
- * Yields (delta rows folded, groups stored).  Writers only insert into the
- * delta, so nothing here waits for them; concurrent compactions skip each
- * other's rows and lock groups in the same order.
+ * rows, merge them per group and store the result into the
+ * materialization (the upsert of cv_store_sql(), in key order), in one
+ * statement -- the rows leave the delta and reach the materialization in
+ * the same transaction, so a reader sees either.  Yields (delta rows
+ * folded, groups stored, whether it saw the whole delta).
+ *
+ * $2 (boolean) is false when compactions are the only statements that
+ * delete the view's delta rows: the rows are then those visible to the
+ * statement's snapshot below a ctid bound: b, the ctid of the ($1 + 1)th
+ * row in heap order (a TID range scan, which starts at block 0, never at a
+ * synchronized scan's position), and the DELETE reads the heap from its
+ * start up to it -- no subselect of ctids, no row locks.  Rows that writers
+ * insert meanwhile, below the bound too (into space freed by earlier
+ * compactions), are invisible to the snapshot and stay for the next
+ * compaction.  Without row locks two compactions of one view would queue
+ * on each other's rows, so the caller serializes them (compact.c, "the
+ * view's compaction lock").  $2 is true when TTL or a sliding window's
+ * expiry delete delta rows too: those lock rows FOR UPDATE SKIP LOCKED in
+ * transactions of their own (a writer's, for sliding expiry), so the
+ * compaction takes up to $1 rows the same way, skipping theirs instead of
+ * waiting for them (b is then empty and the third column true).  Writers
+ * only insert into the delta: nothing here waits for them.
  */
 static char *deferred_compact_rows(CVPlan *plan, const char *delta);
 static char *deferred_compact_inserts(CVPlan *plan);
@@ -1732,7 +1747,7 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		StringInfoData w;
 
 		initStringInfo(&w);
-		appendStringInfo(&w, " WHERE NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT ",
+		appendStringInfo(&w, " AND NOT EXISTS (SELECT FROM %s m WHERE m.%s OPERATOR(pg_catalog.=) x.%s AND NOT ",
 						 matrel, CV_KEY_HASH_COLUMN, CV_KEY_HASH_COLUMN);
 		append_rows_equal(&w, key_column_refs(plan, "m."), key_column_refs(plan, "x."));
 		appendStringInfo(&w, ") AND NOT (x.%s OPERATOR(pg_catalog.=) ANY (SELECT y.%s FROM %s y GROUP BY y.%s HAVING pg_catalog.count(DISTINCT ROW(",
@@ -1741,11 +1756,16 @@ cv_compact_sql(CVPlan *plan, const char *matrel, const char *delta)
 		appendStringInfoString(&w, ")) OPERATOR(pg_catalog.>) 1))");
 		candidates = w.data;
 	}
-	return psprintf("/* stream_ext compaction */ WITH d AS (DELETE FROM %s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"SELECT x.ctid FROM %s x%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)) RETURNING *),%s"
+	return psprintf("/* stream_ext compaction */ WITH b AS (SELECT x.ctid FROM %s x"
+					" WHERE $1 IS NOT NULL AND NOT $2 AND x.ctid OPERATOR(pg_catalog.>=) '(0,0)'%s OFFSET $1 LIMIT 1),"
+					" d AS (DELETE FROM %s x WHERE x.ctid OPERATOR(pg_catalog.<)"
+					" COALESCE((SELECT b.ctid FROM b), '(4294967295,0)'::pg_catalog.tid)"
+					" AND (NOT $2 OR x.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"SELECT x.ctid FROM %s x WHERE true%s LIMIT $1 FOR UPDATE OF x SKIP LOCKED)))%s RETURNING x.*),%s"
 					" s AS (%s RETURNING 1)"
-					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s)",
-					delta, delta, candidates,
+					" SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM s),"
+					" NOT EXISTS (SELECT FROM b)",
+					delta, candidates, delta, delta, candidates, candidates,
 					plan->defer_distinct ? deferred_compact_inserts(plan) : "",
 					store_sql(plan, matrel, merged.data, "c", true));
 }
