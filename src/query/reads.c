@@ -53,7 +53,6 @@
 #include "utils/guc.h"
 #include "utils/rel.h"
 
-#include "query/analyze.h"
 #include "query/reads.h"
 
 #define SE_DELTA_MIN_PAGES 1
@@ -84,7 +83,7 @@ is_hashed_side_table(Relation r)
 	hash = TupleDescAttr(desc, desc->natts - 1);
 	return !value->attisdropped && !hash->attisdropped && value->attnotnull &&
 		strcmp(NameStr(value->attname), "value") == 0 &&
-		strcmp(NameStr(hash->attname), CV_KEY_HASH_COLUMN) == 0;
+		strcmp(NameStr(hash->attname), "stream_ext_key_hash") == 0;	/* CV_KEY_HASH_COLUMN */
 }
 
 /*
