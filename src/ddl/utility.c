@@ -30,6 +30,7 @@
 #include "core/util.h"
 #include "ddl/alter_view.h"
 #include "ddl/create_view.h"
+#include "ddl/internal_tables.h"
 #include "ddl/replace_view.h"
 #include "ddl/restore.h"
 #include "ddl/utility.h"
@@ -399,6 +400,11 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		trigger = (CreateTrigStmt *) parsetree;
 	else if (IsA(parsetree, GrantStmt))
 		grant = (GrantStmt *) parsetree;
+
+	/* no user triggers or rules on internal tables (ddl/internal_tables.c) */
+	if ((IsA(parsetree, CreateTrigStmt) || IsA(parsetree, RuleStmt)) &&
+		stream_ext_installed())
+		ddl_check_internal_trigger_or_rule(parsetree);
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
