@@ -21,9 +21,15 @@
  *	  unit wrote nothing), the object is marked invalid as one whose owner
  *	  lost a privilege is (privileges.c: a row in
  *	  stream_ext.invalid_objects, a WARNING, reads refused) and the insert
- *	  goes on with the other units.  Any other error fails the insert, as
- *	  without the guard.  Units of the relation's own owner run as before:
- *	  their locks are that owner's business.
+ *	  goes on with the other units.  An error the unit itself raises (its
+ *	  owner's functions in the view's expressions, a constraint or index
+ *	  of its tables, bad data in its expressions: guard_contains()) is
+ *	  treated the same way: one broken object does not stop ingestion for
+ *	  everyone.  A cancel, statement_timeout, deadlock, serialization
+ *	  failure or lack of resources fails the insert, as without the guard.
+ *	  Units of the relation's own owner run as before: their locks and
+ *	  errors are that owner's business, and an error of theirs fails the
+ *	  insert (never a silently skipped batch).
  *
  *-------------------------------------------------------------------------
  */
@@ -65,10 +71,37 @@ lock_guard_applies(Oid owner, Relation rel)
 }
 
 /*
+ * Is an error raised by the maintenance of another role's object its own
+ * (the object is marked invalid, the insert goes on) rather than the
+ * inserting statement's?  Not: a cancel or statement_timeout, a shutdown
+ * (57), a serialization failure or deadlock, which a retry of the insert
+ * resolves (40), a lack of resources (53), system and internal errors (58,
+ * XX).  Everything else -- a lock timeout (55P03), an error its owner's
+ * functions, constraints or indexes raise, a data error in its expressions
+ * -- is.
+ */
+static bool
+guard_contains(int sqlerrcode)
+{
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_OPERATOR_INTERVENTION:
+		case ERRCODE_TRANSACTION_ROLLBACK:
+		case ERRCODE_INSUFFICIENT_RESOURCES:
+		case ERRCODE_SYSTEM_ERROR:
+		case ERRCODE_INTERNAL_ERROR:
+			return false;
+		default:
+			return true;
+	}
+}
+
+/*
  * run(entry, trigdata, rows) in a subtransaction with the bounded lock
- * wait; on a lock timeout, objid (of kind; a continuous view if kind is
- * NULL and objid is one) or, if objid is invalid, each view objects(entry)
- * lists is marked invalid instead.  Any other error is raised again.
+ * wait; on a lock timeout or another error guard_contains(), objid (of
+ * kind; a continuous view if kind is NULL and objid is one) or, if objid
+ * is invalid, each view objects(entry) lists is marked invalid instead.
+ * Any other error is raised again.
  */
 void
 lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
@@ -100,6 +133,7 @@ lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 		List	   *invalid = NIL;
 		ListCell   *lc;
 		char	   *reason;
+		const char *hint;
 
 		MemoryContextSwitchTo(caller_cxt);
 		edata = CopyErrorData();
@@ -107,7 +141,7 @@ lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller_cxt);
 		CurrentResourceOwner = caller_owner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		if (!guard_contains(edata->sqlerrcode))
 			ReThrowError(edata);
 
 		/* roll-ups check their one privilege themselves: no kind of their own */
@@ -123,11 +157,20 @@ lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 		}
 		if (invalid == NIL)
 			ReThrowError(edata);
-		reason = psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
-						  stream_ext_maintenance_lock_timeout, edata->message);
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			reason = psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
+							  stream_ext_maintenance_lock_timeout, edata->message);
+			hint = "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.";
+		}
+		else
+		{
+			reason = psprintf(PRIV_ERROR_REASON_PREFIX " with SQLSTATE %s: %s",
+							  unpack_sql_state(edata->sqlerrcode), edata->message);
+			hint = "Its owner is not the owner of the relation inserted into: the error ended its maintenance, not the insert. Drop it and create it again once the cause is fixed.";
+		}
 		foreach(lc, invalid)
-			priv_mark_invalid_because(lfirst_oid(lc), kind, reason, ERRCODE_LOCK_NOT_AVAILABLE,
-									  "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.");
+			priv_mark_invalid_because(lfirst_oid(lc), kind, reason, edata->sqlerrcode, hint);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();

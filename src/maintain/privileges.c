@@ -414,6 +414,14 @@ priv_check_read(PlannedStmt *stmt)
 		if (rte->rtekind != RTE_RELATION || !(rte->requiredPerms & ACL_SELECT))
 			continue;
 		entry = hash_search(invalid_set, &rte->relid, HASH_FIND, NULL);
+		if (entry && strncmp(entry->reason, PRIV_ERROR_REASON_PREFIX,
+							 strlen(PRIV_ERROR_REASON_PREFIX)) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("%s \"%s\" is invalid: %s",
+							entry->kind, get_rel_name(rte->relid), entry->reason),
+					 errdetail("It stopped being maintained when its maintenance raised an error; rows inserted since are missing from it."),
+					 errhint("Drop it and create it again once the cause is fixed (stream_ext.invalid_objects lists invalid objects).")));
 		if (entry)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

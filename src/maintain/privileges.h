@@ -19,6 +19,8 @@ extern const char *priv_invalid_reason(Oid relid);
 extern void priv_mark_invalid(Oid relid, const char *kind, const char *reason);
 /* how the reason of an object the lock guard (lock_guard.c) gave up on begins */
 #define PRIV_LOCK_REASON_PREFIX "its maintenance waited longer than"
+/* ... and of one whose maintenance raised an error (lock_guard.c) */
+#define PRIV_ERROR_REASON_PREFIX "its maintenance failed"
 extern void priv_mark_invalid_because(Oid relid, const char *kind, const char *reason,
 									  int sqlstate, const char *hint);
 extern void priv_check_read(PlannedStmt *stmt);
