@@ -63,8 +63,8 @@ SELECT who, hour, n = (SELECT count(*) FROM rollup_up.ev WHERE date_trunc('hour'
        a = (SELECT avg(v) FROM rollup_up.ev WHERE date_trunc('hour', ts) = hour) AS a_exact
   FROM rollup_r.per_hour ORDER BY hour;
 
--- an error in a roll-up fails the upstream's batch, as any view's error
--- fails the insert into its stream (nothing half applied)
+-- an error in another role's roll-up marks it invalid, and the upstream's
+-- batch goes on (docs/security.md, "Errors in other roles' views")
 SET ROLE rollup_reader;
 CREATE FUNCTION rollup_r.picky(int) RETURNS int LANGUAGE plpgsql IMMUTABLE
   AS $$ BEGIN IF $1 = 99 THEN RAISE EXCEPTION 'picky: no %', $1; END IF; RETURN $1; END $$;

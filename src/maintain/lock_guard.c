@@ -12,13 +12,17 @@
  *	  inserting statement would then wait for as long as they like -- and a
  *	  REVOKE cannot help, since the batch waits before its privilege check.
  *
- *	  So a unit of a batch whose owner is not the owner of the relation
- *	  inserted into runs in a subtransaction with lock_timeout set to
+ *	  So the units of a batch whose owner is not the owner of the relation
+ *	  inserted into run in a subtransaction (one for all of them: each
+ *	  subtransaction that writes takes a subtransaction id, and a
+ *	  transaction with more than 64 overflows PGPROC's cache of them,
+ *	  which slows every snapshot in the cluster) with lock_timeout set to
  *	  stream_ext.maintenance_lock_timeout (milliseconds; 0 turns the guard
  *	  off).  Every lock it waits for -- a relation's, an index's, a row's,
  *	  another transaction's -- is bounded by it.  When it expires
  *	  (55P03, lock_not_available), the subtransaction is rolled back (the
- *	  unit wrote nothing), the object is marked invalid as one whose owner
+ *	  unit wrote nothing; the other units run again in a new one), the
+ *	  object is marked invalid as one whose owner
  *	  lost a privilege is (privileges.c: a row in
  *	  stream_ext.invalid_objects, a WARNING, reads refused) and the insert
  *	  goes on with the other units.  An error the unit itself raises (its
@@ -43,7 +47,6 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 
-#include "core/catalog.h"
 #include "maintain/lock_guard.h"
 #include "maintain/privileges.h"
 
@@ -97,81 +100,128 @@ guard_contains(int sqlerrcode)
 }
 
 /*
- * run(entry, trigdata, rows) in a subtransaction with the bounded lock
- * wait; on a lock timeout or another error guard_contains(), objid (of
- * kind; a continuous view if kind is NULL and objid is one) or, if objid
- * is invalid, each view objects(entry) lists is marked invalid instead.
- * Any other error is raised again.
+ * Set while a unit prepares and runs its owner's statements (trigger.c):
+ * only an error raised there is the unit's own.  stream_ext's checks
+ * before them -- a forged trigger on another table, row-level security
+ * that came to apply to the owner -- are the insert's: they fail it, or
+ * any role could mark another's view invalid.  A lock timeout is the
+ * unit's wherever it happens.
+ */
+static bool owner_code = false;
+
+bool
+lock_guard_owner_code_begin(void)
+{
+	bool		outer = owner_code;
+
+	owner_code = true;
+	return outer;
+}
+
+void
+lock_guard_owner_code_end(bool outer)
+{
+	owner_code = outer;
+}
+
+/* mark the objects of a unit invalid because of edata (guard_contains()) */
+static void
+mark_unit_invalid(ErrorData *edata, List *invalid, const char *kind)
+{
+	ListCell   *lc;
+	char	   *reason;
+	const char *hint;
+
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		reason = psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
+						  stream_ext_maintenance_lock_timeout, edata->message);
+		hint = "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.";
+	}
+	else
+	{
+		reason = psprintf(PRIV_ERROR_REASON_PREFIX " with SQLSTATE %s: %s",
+						  unpack_sql_state(edata->sqlerrcode), edata->message);
+		hint = "Its owner is not the owner of the relation inserted into: the error ended its maintenance, not the insert. Drop it and create it again once the cause is fixed.";
+	}
+	foreach(lc, invalid)
+		priv_mark_invalid_because(lfirst_oid(lc), kind, reason, edata->sqlerrcode, hint);
+}
+
+/*
+ * run(unit, trigdata, rows) for each of units (guarded units of one batch,
+ * in order) in ONE subtransaction with the bounded lock wait: a batch takes
+ * one subtransaction id for all of them, not one per unit.  On a lock
+ * timeout or another error guard_contains() in a unit, the subtransaction
+ * is rolled back, the objects invalid(unit, &kind) lists are marked
+ * invalid, and the other units run again in a new subtransaction (those
+ * that had run were rolled back with it); an error whose unit lists no
+ * object, or any other error, is raised again.  A unit that ran twice
+ * counts once: stats of an aborted subtransaction are dropped (stats.c),
+ * its NOTIFY too.
  */
 void
-lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
-			   struct SeBatchEntry *entry, TriggerData *trigdata, uint64 rows,
-			   Oid objid, const char *kind, List *(*objects) (struct SeBatchEntry *))
+lock_guard_run_units(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
+					 List *units, TriggerData *trigdata, uint64 rows,
+					 List *(*invalid) (struct SeBatchEntry *, const char **kind))
 {
 	MemoryContext caller_cxt = CurrentMemoryContext;
 	ResourceOwner caller_owner = CurrentResourceOwner;
+	List	   *volatile pending = list_copy(units);
+	bool		outer_owner_code = owner_code;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller_cxt);
-	PG_TRY();
+	while (pending != NIL)
 	{
-		int			nestlevel = NewGUCNestLevel();
+		struct SeBatchEntry *volatile current = NULL;
 
-		(void) set_config_option("lock_timeout",
-								 psprintf("%d", stream_ext_maintenance_lock_timeout),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		run(entry, trigdata, rows);
-		AtEOXact_GUC(true, nestlevel);
-		ReleaseCurrentSubTransaction();
+		owner_code = false;
+		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(caller_cxt);
-		CurrentResourceOwner = caller_owner;
+		PG_TRY();
+		{
+			int			nestlevel = NewGUCNestLevel();
+			ListCell   *lc;
+
+			(void) set_config_option("lock_timeout",
+									 psprintf("%d", stream_ext_maintenance_lock_timeout),
+									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+			foreach(lc, pending)
+			{
+				current = lfirst(lc);
+				run(current, trigdata, rows);
+			}
+			AtEOXact_GUC(true, nestlevel);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(caller_cxt);
+			CurrentResourceOwner = caller_owner;
+			owner_code = outer_owner_code;
+			pending = NIL;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			List	   *objects;
+			const char *kind = NULL;
+			bool		in_owner_code = owner_code;
+
+			MemoryContextSwitchTo(caller_cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(caller_cxt);
+			CurrentResourceOwner = caller_owner;
+			owner_code = outer_owner_code;
+			if (current == NULL ||
+				(edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+				 !(in_owner_code && guard_contains(edata->sqlerrcode))))
+				ReThrowError(edata);
+			objects = invalid(current, &kind);
+			if (objects == NIL)
+				ReThrowError(edata);
+			mark_unit_invalid(edata, objects, kind);
+			FreeErrorData(edata);
+			pending = list_delete_ptr(pending, current);
+		}
+		PG_END_TRY();
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		Oid			streamid;
-		List	   *invalid = NIL;
-		ListCell   *lc;
-		char	   *reason;
-		const char *hint;
-
-		MemoryContextSwitchTo(caller_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_cxt);
-		CurrentResourceOwner = caller_owner;
-		if (!guard_contains(edata->sqlerrcode))
-			ReThrowError(edata);
-
-		/* roll-ups check their one privilege themselves: no kind of their own */
-		if (OidIsValid(objid) && kind == NULL &&
-			catalog_view_definition(objid, &streamid) != NULL)
-			kind = "continuous view";
-		if (OidIsValid(objid) && kind != NULL)
-			invalid = list_make1_oid(objid);
-		else if (!OidIsValid(objid) && objects != NULL)
-		{
-			invalid = objects(entry);
-			kind = "continuous view";
-		}
-		if (invalid == NIL)
-			ReThrowError(edata);
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-		{
-			reason = psprintf(PRIV_LOCK_REASON_PREFIX " stream_ext.maintenance_lock_timeout (%d ms) for a lock (%s)",
-							  stream_ext_maintenance_lock_timeout, edata->message);
-			hint = "A role other than the owner of the relation inserted into held a lock its maintenance needed. Drop it and create it again.";
-		}
-		else
-		{
-			reason = psprintf(PRIV_ERROR_REASON_PREFIX " with SQLSTATE %s: %s",
-							  unpack_sql_state(edata->sqlerrcode), edata->message);
-			hint = "Its owner is not the owner of the relation inserted into: the error ended its maintenance, not the insert. Drop it and create it again once the cause is fixed.";
-		}
-		foreach(lc, invalid)
-			priv_mark_invalid_because(lfirst_oid(lc), kind, reason, edata->sqlerrcode, hint);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
 }

@@ -18,9 +18,10 @@ extern int	stream_ext_maintenance_lock_timeout;
 
 extern void lock_guard_init(void);
 extern bool lock_guard_applies(Oid owner, Relation rel);
-extern void lock_guard_run(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
-						   struct SeBatchEntry *entry, TriggerData *trigdata, uint64 rows,
-						   Oid objid, const char *kind,
-						   List *(*objects) (struct SeBatchEntry *));
+extern bool lock_guard_owner_code_begin(void);
+extern void lock_guard_owner_code_end(bool outer);
+extern void lock_guard_run_units(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
+								 List *units, TriggerData *trigdata, uint64 rows,
+								 List *(*invalid) (struct SeBatchEntry *, const char **kind));
 
 #endif							/* STREAM_EXT_LOCK_GUARD_H */

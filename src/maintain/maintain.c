@@ -1120,10 +1120,8 @@ views_run(SeBatchEntry *entry, TriggerData *trigdata)
 {
 	MaintViews *views = entry->kind;
 	uint64		rows = tuplestore_tuple_count(trigdata->tg_newtable);
-	ListCell   *lc;
 
-	foreach(lc, views->units)
-		se_batch_run(lfirst(lc), trigdata, rows);
+	se_batch_run_units(views->units, trigdata, rows);
 	return 0;
 }
 

@@ -38,6 +38,7 @@
 #include "utils/rel.h"
 #include "utils/tuplestore.h"
 
+#include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
 #include "maintain/privileges.h"
@@ -314,14 +315,56 @@ se_batch_plans(SeBatchEntry *entry, TriggerData *trigdata)
  */
 static void batch_run_unit(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows);
 
+/*
+ * What the lock guard marks invalid when a unit of another role fails:
+ * its object (of its kind; a roll-up, which has no kind of its own, is a
+ * continuous view), or the views of a shared aggregation.
+ */
+static List *
+unit_invalid_objects(SeBatchEntry *entry, const char **kind)
+{
+	Oid			streamid;
+
+	*kind = entry->ops->invalid_kind;
+	if (OidIsValid(entry->objid))
+	{
+		if (*kind == NULL && catalog_view_definition(entry->objid, &streamid) != NULL)
+			*kind = "continuous view";
+		return *kind != NULL ? list_make1_oid(entry->objid) : NIL;
+	}
+	*kind = "continuous view";
+	return entry->ops->objects ? entry->ops->objects(entry) : NIL;
+}
+
 void
 se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 {
-	if (lock_guard_applies(entry->owner, trigdata->tg_relation))
-		lock_guard_run(batch_run_unit, entry, trigdata, rows, entry->objid,
-					   entry->ops->invalid_kind, entry->ops->objects);
-	else
-		batch_run_unit(entry, trigdata, rows);
+	se_batch_run_units(list_make1(entry), trigdata, rows);
+}
+
+/*
+ * se_batch_run() for each of units, entries of one batch: those of the
+ * relation's owner first, then those of other roles together under one
+ * lock guard (one subtransaction per batch, not one per unit).
+ */
+void
+se_batch_run_units(List *units, TriggerData *trigdata, uint64 rows)
+{
+	List	   *guarded = NIL;
+	ListCell   *lc;
+
+	foreach(lc, units)
+	{
+		SeBatchEntry *unit = lfirst(lc);
+
+		if (lock_guard_applies(unit->owner, trigdata->tg_relation))
+			guarded = lappend(guarded, unit);
+		else
+			batch_run_unit(unit, trigdata, rows);
+	}
+	if (guarded != NIL)
+		lock_guard_run_units(batch_run_unit, guarded, trigdata, rows,
+							 unit_invalid_objects);
 }
 
 static void
@@ -334,6 +377,7 @@ batch_run_unit(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 	instr_time	start;
 	instr_time	elapsed;
 	MemoryContext caller_cxt = CurrentMemoryContext;
+	bool		outer_owner_code;
 
 	if (ops->admit && !ops->admit(entry, trigdata))
 		return;
@@ -345,7 +389,9 @@ batch_run_unit(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 		/* (a nested trigger's batch is registered in its own SPI call) */
 		prepare_enr = (batch_enr != NULL &&
 					   batch_enr->reldata == trigdata->tg_newtable) ? batch_enr : NULL;
+		outer_owner_code = lock_guard_owner_code_begin();
 		ops->prepare(entry);
+		lock_guard_owner_code_end(outer_owner_code);
 		prepare_enr = NULL;
 		entry->prepared = true;
 	}
@@ -363,6 +409,8 @@ batch_run_unit(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 	}
 
 	INSTR_TIME_SET_CURRENT(start);
+	/* an error from here to the end of run is the unit's own (lock_guard.c) */
+	outer_owner_code = lock_guard_owner_code_begin();
 	if (ops->materialize || entry->error_context)
 	{
 		if (ops->materialize)
@@ -388,6 +436,7 @@ batch_run_unit(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows)
 	}
 	else
 		written = ops->run(entry, trigdata);
+	lock_guard_owner_code_end(outer_owner_code);
 
 	se_restore(&runas);
 	if (ops->finish)

@@ -113,6 +113,7 @@ struct SeBatchEntry
 
 extern Datum se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops);
 extern void se_batch_run(SeBatchEntry *entry, TriggerData *trigdata, uint64 rows);
+extern void se_batch_run_units(List *units, TriggerData *trigdata, uint64 rows);
 extern void se_batch_notify(const char *channel, Oid viewid, uint64 rows, uint64 groups);
 extern TimestampTz se_batch_max_arrival(SeBatchEntry *entry, TriggerData *trigdata);
 extern SPIPlanPtr se_batch_prepare(SeBatchEntry *entry, const char *sql,
