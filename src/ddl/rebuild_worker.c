@@ -65,9 +65,7 @@
 #include "core/security.h"
 #include "core/util.h"
 #include "ddl/rebuild.h"
-
-#define BACKOFF_MIN_MS	100
-#define BACKOFF_MAX_MS	30000
+#include "kafka/common.h"
 
 PGDLLEXPORT void stream_ext_rebuild_worker_main(Datum main_arg);
 
@@ -296,6 +294,29 @@ swap(void)
 	commit_xact();
 }
 
+/*
+ * One attempt: batches until the backfill is complete, then the swap
+ * (auto_swap); an error is retried from the stored block
+ * (kafka_bgworker_retry_loop()).
+ */
+static void
+attempt(void)
+{
+	char	   *state;
+
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		/* orphaned by a crash: no more batches in its shared memory */
+		if (!PostmasterIsAlive())
+			proc_exit(1);
+		state = apply_batch();
+		W.backoff_ms = 0;
+	} while (state != NULL && strcmp(state, "running") == 0);
+	if (state != NULL && W.auto_swap && PostmasterIsAlive())
+		swap();
+}
+
 void
 stream_ext_rebuild_worker_main(Datum main_arg)
 {
@@ -311,69 +332,10 @@ stream_ext_rebuild_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnectionByOid(W.args.dboid, InvalidOid, 0);
 	pgstat_report_appname("stream_ext rebuild");
 
-	/* one worker per rebuild */
+	/* one worker per rebuild, once the creating transaction is over */
 	rebuild_locktag(&tag, W.args.dboid, W.args.original);
-	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		proc_exit(0);
+	kafka_bgworker_claim(&tag, W.args.wait_xid);
 
-	/* the creating transaction must be over before we read the catalog */
-	while (TransactionIdIsValid(W.args.wait_xid) &&
-		   TransactionIdIsInProgress(W.args.wait_xid))
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-
-	for (;;)
-	{
-		volatile bool finished = false;
-
-		PG_TRY();
-		{
-			char	   *state;
-
-			do
-			{
-				CHECK_FOR_INTERRUPTS();
-				/* orphaned by a crash: no more batches in its shared memory */
-				if (!PostmasterIsAlive())
-					proc_exit(1);
-				state = apply_batch();
-				W.backoff_ms = 0;
-			} while (state != NULL && strcmp(state, "running") == 0);
-			if (state != NULL && W.auto_swap && PostmasterIsAlive())
-				swap();
-			finished = true;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			HOLD_INTERRUPTS();
-			MemoryContextSwitchTo(TopMemoryContext);
-			edata = CopyErrorData();
-			EmitErrorReport();
-			FlushErrorState();
-			AbortOutOfAnyTransaction();
-			RESUME_INTERRUPTS();
-			/* a shutdown is no error of the rebuild */
-			if (edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-				proc_exit(1);
-			record_error(edata->message);
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
-		if (finished)
-			break;
-
-		/* back off, then start again from the stored block */
-		W.backoff_ms = W.backoff_ms == 0 ? BACKOFF_MIN_MS : Min(W.backoff_ms * 2, BACKOFF_MAX_MS);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 W.backoff_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+	kafka_bgworker_retry_loop(attempt, NULL, record_error, &W.backoff_ms);
 	proc_exit(0);
 }

@@ -1605,6 +1605,77 @@ backoff_sleep(int *backoff_ms)
 }
 
 /*
+ * The start of a worker that resumes stored work (a rebuild's backfill,
+ * a Kafka replay): one worker per tag (the lock taken, else exit), and
+ * only once the transaction wait_xid that started it is over (it may
+ * still be writing the catalog rows the worker reads).
+ */
+void
+kafka_bgworker_claim(const LOCKTAG *tag, TransactionId wait_xid)
+{
+	if (LockAcquire(tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		proc_exit(0);
+	while (TransactionIdIsValid(wait_xid) && TransactionIdIsInProgress(wait_xid))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * The main loop of such a worker: attempt() until it returns.  After an
+ * error -- reported, the transaction aborted, teardown() (if not NULL)
+ * run -- a shutdown (57P01) ends the worker; any other error is recorded
+ * with record_error(message), and attempt() runs again, from what it
+ * stored, after a back-off of 100 ms doubled up to 30 s (attempt() sets
+ * *backoff_ms to 0 whenever it makes progress).
+ */
+void
+kafka_bgworker_retry_loop(void (*attempt) (void), void (*teardown) (void),
+						  void (*record_error) (const char *message),
+						  int *backoff_ms)
+{
+	for (;;)
+	{
+		volatile bool finished = false;
+
+		PG_TRY();
+		{
+			attempt();
+			finished = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			HOLD_INTERRUPTS();
+			MemoryContextSwitchTo(TopMemoryContext);
+			edata = CopyErrorData();
+			EmitErrorReport();
+			FlushErrorState();
+			AbortOutOfAnyTransaction();
+			RESUME_INTERRUPTS();
+			if (teardown)
+				teardown();
+			/* a shutdown is no error of the work */
+			if (edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+				proc_exit(1);
+			record_error(edata->message);
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		if (finished)
+			break;
+
+		/* back off, then start again from what was stored */
+		backoff_sleep(backoff_ms);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * A worker's main loop: loop->iteration() until it returns false (with
  * loop->recheck_on_exit, only if the source or sink is not running by
  * then) or SIGTERM asks for a shutdown.  An error is shown as the worker's

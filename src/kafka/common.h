@@ -24,6 +24,7 @@
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "postmaster/bgworker.h"
+#include "storage/lock.h"
 #include "storage/lwlock.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
@@ -242,6 +243,11 @@ extern bool kafka_bgworker_launch(const char *function, const char *type,
 								  const char *what, const char *hint);
 
 /* ---- in a worker ---- */
+
+extern void kafka_bgworker_claim(const LOCKTAG *tag, TransactionId wait_xid);
+extern void kafka_bgworker_retry_loop(void (*attempt) (void), void (*teardown) (void),
+									  void (*record_error) (const char *message),
+									  int *backoff_ms);
 
 /* a worker's main loop (kafka_worker_main_loop) */
 typedef struct KafkaWorkerLoop

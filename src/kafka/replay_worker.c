@@ -81,8 +81,6 @@
 
 #define IDLE_POLL_MS	250
 #define STATE_CHECK_MS	1000
-#define BACKOFF_MIN_MS	100
-#define BACKOFF_MAX_MS	30000
 
 typedef struct ReplayWorker
 {
@@ -775,6 +773,14 @@ replay(void)
 	}
 }
 
+/* one attempt; an error is retried from the stored offsets */
+static void
+attempt(void)
+{
+	if (load_replay())
+		replay();
+}
+
 void
 stream_ext_replay_worker_main(Datum main_arg)
 {
@@ -790,20 +796,9 @@ stream_ext_replay_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnectionByOid(R.args.dboid, InvalidOid, 0);
 	pgstat_report_appname("stream_ext kafka replay");
 
-	/* one worker per view */
+	/* one worker per view, once the creating transaction is over */
 	replay_locktag(&tag, R.args.viewid);
-	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		proc_exit(0);
-
-	/* the creating transaction must be over before we read the catalog */
-	while (TransactionIdIsValid(R.args.wait_xid) &&
-		   TransactionIdIsInProgress(R.args.wait_xid))
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+	kafka_bgworker_claim(&tag, R.args.wait_xid);
 
 	R.cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka replay",
 								  ALLOCSET_DEFAULT_SIZES);
@@ -812,45 +807,7 @@ stream_ext_replay_worker_main(Datum main_arg)
 	R.msg_cxt = AllocSetContextCreate(TopMemoryContext, "stream_ext kafka replay message",
 									  ALLOCSET_DEFAULT_SIZES);
 
-	for (;;)
-	{
-		volatile bool finished = false;
-
-		PG_TRY();
-		{
-			if (load_replay())
-				replay();
-			finished = true;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			HOLD_INTERRUPTS();
-			MemoryContextSwitchTo(TopMemoryContext);
-			edata = CopyErrorData();
-			EmitErrorReport();
-			FlushErrorState();
-			AbortOutOfAnyTransaction();
-			RESUME_INTERRUPTS();
-			teardown_consumer();
-			/* a shutdown is no error of the replay */
-			if (edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-				proc_exit(1);
-			record_error(edata->message);
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
-		if (finished)
-			break;
-
-		/* back off, then start again from the stored offsets */
-		R.backoff_ms = R.backoff_ms == 0 ? BACKOFF_MIN_MS : Min(R.backoff_ms * 2, BACKOFF_MAX_MS);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 R.backoff_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+	kafka_bgworker_retry_loop(attempt, teardown_consumer, record_error, &R.backoff_ms);
 	teardown_consumer();
 	proc_exit(0);
 }
