@@ -55,7 +55,7 @@ CREATE FUNCTION stream_ext._xid_visible_in(xid, pg_catalog.pg_snapshot)
 -- Progress of each Kafka replay and of each rebuild beside a view; a
 -- view whose replay is 'running' is incomplete, a view being rebuilt is
 -- its old self until the swap ('done').
-CREATE OR REPLACE VIEW stream_ext.backfill_progress AS
+CREATE VIEW stream_ext.backfill_progress AS
 SELECT b.view,
        b.source,
        b.state,
@@ -90,6 +90,8 @@ SELECT r.view, NULL, r.state, r.backfill_from, NULL, NULL, NULL, NULL, NULL,
        LEAST(r.next_block, r.end_block),
        r.end_block
   FROM stream_ext.rebuilds r;
+
+GRANT SELECT ON stream_ext.backfill_progress TO PUBLIC;
 
 -- Wait until the backfill of a view (a rebuild beside it, or a Kafka
 -- replay) is over, or timeout passed; returns its state then (NULL: none).

@@ -510,31 +510,6 @@ CREATE TABLE stream_ext.backfill_offsets (
 GRANT SELECT ON stream_ext.backfills TO PUBLIC;
 GRANT SELECT ON stream_ext.backfill_offsets TO PUBLIC;
 
--- Progress of each Kafka replay; a view whose state is 'running' is
--- incomplete: it holds every batch since its creation and the replayed
--- part of the history before.
-CREATE VIEW stream_ext.backfill_progress AS
-SELECT b.view,
-       b.source,
-       b.state,
-       b.backfill_from,
-       count(o.partition)::int AS partitions,
-       b.messages,
-       b.skipped,
-       sum(COALESCE(o.next_offset, o.start_offset, o.end_offset)
-           - COALESCE(o.start_offset, o.end_offset))::bigint AS offsets_done,
-       CASE WHEN bool_and(o.start_offset IS NOT NULL)
-            THEN sum(o.end_offset - o.start_offset)::bigint END AS offsets_total,
-       b.started_at,
-       b.updated_at,
-       b.finished_at,
-       b.last_error
-  FROM stream_ext.backfills b
-  LEFT JOIN stream_ext.backfill_offsets o ON o.view = b.view
- GROUP BY b.view;
-
-GRANT SELECT ON stream_ext.backfill_progress TO PUBLIC;
-
 -- Stop the Kafka replay of a view (its owner only); true if one was running.
 CREATE FUNCTION stream_ext.cancel_backfill(view regclass)
     RETURNS boolean
@@ -678,7 +653,7 @@ CREATE FUNCTION stream_ext._xid_visible_in(xid, pg_catalog.pg_snapshot)
 -- Progress of each Kafka replay and of each rebuild beside a view; a
 -- view whose replay is 'running' is incomplete, a view being rebuilt is
 -- its old self until the swap ('done').
-CREATE OR REPLACE VIEW stream_ext.backfill_progress AS
+CREATE VIEW stream_ext.backfill_progress AS
 SELECT b.view,
        b.source,
        b.state,
@@ -713,6 +688,8 @@ SELECT r.view, NULL, r.state, r.backfill_from, NULL, NULL, NULL, NULL, NULL,
        LEAST(r.next_block, r.end_block),
        r.end_block
   FROM stream_ext.rebuilds r;
+
+GRANT SELECT ON stream_ext.backfill_progress TO PUBLIC;
 
 -- Wait until the backfill of a view (a rebuild beside it, or a Kafka
 -- replay) is over, or timeout passed; returns its state then (NULL: none).
