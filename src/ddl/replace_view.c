@@ -71,6 +71,26 @@ ddl_replacing_view(void)
 }
 
 /*
+ * Define the user-facing view vq of a continuous view again, with the same
+ * columns (a view becoming the first member of a shared storage,
+ * ddl/shared_storage.c).
+ */
+void
+replace_redefine_view(const char *vq, const char *select_sql)
+{
+	replacing = true;
+	PG_TRY();
+	{
+		se_run_sql(psprintf("CREATE OR REPLACE VIEW %s AS %s", vq, select_sql));
+	}
+	PG_FINALLY();
+	{
+		replacing = false;
+	}
+	PG_END_TRY();
+}
+
+/*
  * At the start of CREATE [OR REPLACE] VIEW ... WITH (continuous): is an
  * existing continuous view to be replaced?  Locks it and its stream, and
  * checks that the caller may.

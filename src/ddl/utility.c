@@ -32,7 +32,9 @@
 #include "ddl/create_view.h"
 #include "ddl/replace_view.h"
 #include "ddl/restore.h"
+#include "ddl/shared_storage.h"
 #include "ddl/utility.h"
+#include "query/shared_plan.h"
 #include "housekeeping/retention.h"
 #include "kafka/replay.h"
 #include "maintain/changes.h"
@@ -114,6 +116,9 @@ check_alter(Node *parsetree)
 		{
 			AlterTableCmd *cmd = lfirst(lc);
 
+			/* a shared storage has one owner (query/shared_plan.c) */
+			if (cmd->subtype == AT_ChangeOwner)
+				shared_refuse(relid, "ALTER VIEW ... OWNER TO");
 			/* a stream's access method is what retain => false chose */
 			if (cmd->subtype == AT_SetAccessMethod && catalog_is_stream(relid))
 				ereport(ERROR,
@@ -409,6 +414,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
 	{
+		/* shared storages that lost members (ddl/shared_storage.c) */
+		shared_storage_after_drop();
 		ddl_drop_unused_views_triggers();
 		ddl_notify_pgrst_reload();
 	}
