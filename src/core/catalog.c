@@ -846,7 +846,7 @@ lookup_views(const char *column, Oid relid, MemoryContext mcxt)
 				   " %s, %s"
 				   " FROM stream_ext.view_catalog v"
 				   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-				   " WHERE v.%s = $1 ORDER BY v.matrel::oid",
+				   " WHERE v.%s = $1 ORDER BY v.matrel::oid, v.view::oid",
 				   window_columns, notify, delta,
 				   "v.definition",
 				   /* TTL matters to views with a delta (compact.c), all 0.3 */

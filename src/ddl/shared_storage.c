@@ -45,6 +45,7 @@
 #include "core/catalog.h"
 #include "core/security.h"
 #include "core/util.h"
+#include "ddl/rebuild.h"
 #include "ddl/replace_view.h"
 #include "ddl/shared_storage.h"
 #include "maintain/changes.h"
@@ -63,7 +64,7 @@ view_can_share(ViewCatalogEntry *cat, CVPlan *plan)
 	if (plan == NULL || !OidIsValid(cat->deltaid) || cat->has_ttl ||
 		cat->expire_sql != NULL || plan->window != NULL || plan->keyless ||
 		plan->defer_distinct || priv_invalid_reason(cat->viewid) != NULL ||
-		rollup_feeds_views(cat->deltaid) ||
+		rollup_feeds_views(cat->deltaid) || rebuild_pending(cat->viewid) ||
 		changes_lookup(cat->viewid, false, CurrentMemoryContext) != NULL)
 		return false;
 	foreach(lc, plan->aggs)
