@@ -287,12 +287,9 @@ shared_storage_join(CVPlan *plan, Oid nspid)
 			join->plans = lappend(join->plans, m->plan);
 		}
 		/* numbers are never reused: a dropped member's columns stay */
-		for (;;)
-		{
-			join->prefix = psprintf("m%d_", catalog_shared_take_member(found->matrelid));
-			if (!names_clash(found->matrelid, plan, join->prefix))
-				break;
-		}
+		join->prefix = psprintf("m%d_", catalog_shared_take_member(found->matrelid));
+		if (names_clash(found->matrelid, plan, join->prefix))
+			return NULL;
 	}
 	if (join->prefix == NULL)
 		join->prefix = psprintf("m%d_", catalog_shared_take_member(found->matrelid));
