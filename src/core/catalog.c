@@ -1831,27 +1831,31 @@ catalog_shared_members(Oid matrelid)
 	return result;
 }
 
+/* the oid of the first row of catalog statement sql over relid, or InvalidOid */
+static Oid
+first_oid(const char *sql, Oid relid, int flags)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid(sql, relid, flags, 1, row_append_oid, &result);
+	return result ? linitial_oid(result) : InvalidOid;
+}
+
 /* the delta of the storage of matrelid, or InvalidOid */
 Oid
 catalog_shared_delta(Oid matrelid)
 {
-	List	   *result = NIL;
-
-	catalog_rows_oid("SELECT delta::pg_catalog.oid FROM stream_ext.shared_storage WHERE matrel = $1",
-					 matrelid, CATALOG_WRITE, 1, row_append_oid, &result);
-	return result ? linitial_oid(result) : InvalidOid;
+	return first_oid("SELECT delta::pg_catalog.oid FROM stream_ext.shared_storage WHERE matrel = $1",
+					 matrelid, CATALOG_WRITE);
 }
 
 /* the member recording the storage's compaction (its compact_sql), or InvalidOid */
 Oid
 catalog_shared_leader(Oid matrelid)
 {
-	List	   *result = NIL;
-
-	catalog_rows_oid("SELECT view::pg_catalog.oid FROM stream_ext.view_catalog"
+	return first_oid("SELECT view::pg_catalog.oid FROM stream_ext.view_catalog"
 					 " WHERE matrel = $1 AND compact_sql IS NOT NULL",
-					 matrelid, CATALOG_LATEST, 1, row_append_oid, &result);
-	return result ? linitial_oid(result) : InvalidOid;
+					 matrelid, CATALOG_LATEST);
 }
 
 /* set view viewid's maintenance statement (unless NULL) and compaction statement */

@@ -457,16 +457,7 @@ replace_define_view(ReplaceState *rs, const char *vq, const char *select_sql)
 	}
 	if (columns_compatible(rs->viewid, select_sql, &why))
 	{
-		replacing = true;
-		PG_TRY();
-		{
-			se_run_sql(psprintf("CREATE OR REPLACE VIEW %s AS %s", vq, select_sql));
-		}
-		PG_FINALLY();
-		{
-			replacing = false;
-		}
-		PG_END_TRY();
+		replace_redefine_view(vq, select_sql);
 		detach_internals(rs->viewid);
 		return;
 	}
