@@ -8,9 +8,6 @@ CREATE EXTENSION IF NOT EXISTS stream_ext;
 RESET client_min_messages;
 CREATE SCHEMA bf;
 SET search_path = bf, public;
--- views of their own tables: CREATE OR REPLACE of a member of a shared
--- storage is refused (61_shared_storage_rules)
-SET stream_ext.share_storage = off;
 
 SELECT stream_ext.create_stream('bf.ev', 'k int, v int');
 INSERT INTO ev (k, v, arrival_timestamp)

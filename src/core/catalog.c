@@ -1893,6 +1893,17 @@ catalog_shared_forget_dropped(void)
 	return result;
 }
 
+/* forget member viewid; the materialization of its storage, or InvalidOid */
+Oid
+catalog_shared_forget_member(Oid viewid)
+{
+	if (!catalog_has_shared_storage())
+		return InvalidOid;
+	return first_oid("DELETE FROM stream_ext.shared_storage_members WHERE view = $1"
+					 " RETURNING matrel::pg_catalog.oid",
+					 viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
+}
+
 void
 catalog_delete_shared_storage(Oid matrelid)
 {

@@ -260,6 +260,7 @@ extern Oid	catalog_shared_leader(Oid matrelid);
 extern void catalog_set_view_statements(Oid viewid, const char *maintain_sql,
 										const char *compact_sql);
 extern List *catalog_shared_forget_dropped(void);
+extern Oid	catalog_shared_forget_member(Oid viewid);
 extern void catalog_delete_shared_storage(Oid matrelid);
 extern void catalog_set_shared_compact(Oid matrelid, const char *compact_sql);
 extern char *catalog_shared_compact(Oid matrelid);

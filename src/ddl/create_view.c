@@ -72,7 +72,6 @@
 #include "query/joins.h"
 #include "query/retract.h"
 #include "query/rollup.h"
-#include "query/shared_plan.h"
 #include "query/sjoin_left.h"
 #include "query/stream_joins.h"
 #include "windows/windows.h"
@@ -406,7 +405,6 @@ create_analyze(ViewBuild *cv, const char *queryString)
 	replace_begin(cv->stmt, &cv->replace);
 	if (cv->replace.replacing)
 	{
-		shared_refuse(cv->replace.viewid, "CREATE OR REPLACE");
 		rollup_check_replace(RangeVarGetRelid(cv->stmt->view, NoLock, true));
 		changes_refuse_replace(cv->replace.viewid);
 	}

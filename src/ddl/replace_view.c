@@ -60,6 +60,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "ddl/replace_view.h"
+#include "ddl/shared_members.h"
 
 /* set while replace_define_view() runs its own CREATE OR REPLACE VIEW */
 static bool replacing = false;
@@ -329,6 +330,8 @@ detach_internals(Oid viewid)
 	performMultipleDeletions(objects, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
 	catalog_forget_view(viewid);
 	CommandCounterIncrement();
+	/* a member of a shared storage leaves it (ddl/shared_members.c) */
+	shared_storage_leave(viewid);
 }
 
 /* GRANT statements giving a new view vq what view viewid granted */
@@ -469,6 +472,7 @@ replace_define_view(ReplaceState *rs, const char *vq, const char *select_sql)
 	ObjectAddressSet(view, RelationRelationId, rs->viewid);
 	performDeletion(&view, DROP_RESTRICT, 0);
 	CommandCounterIncrement();
+	shared_storage_leave(rs->viewid);
 	se_run_sql(psprintf("CREATE VIEW %s AS %s", vq, select_sql));
 	foreach(lc, grants)
 		se_run_sql((char *) lfirst(lc));

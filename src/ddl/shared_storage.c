@@ -21,11 +21,8 @@
  *		stream_ext.compact() and the compaction lock work per view, and so
  *		once per storage.  No member's own compaction ever runs over the
  *		shared delta (it would drop the others' states).
- *	  - DROP of a member (shared_storage_after_drop()): its columns stay,
- *		NULL in new rows and left out of the compaction the next CREATE
- *		generates (dropping them would lock the other members' writers
- *		and readers out); the storage's compaction moves to the oldest
- *		member left; the last member takes the tables along.
+ *	  - DROP of a member, or CREATE OR REPLACE of it (which gives it tables
+ *		of its own): ddl/shared_members.c.
  *
  *	  The tables depend on the stream (NORMAL), not on a view: DROP VIEW
  *	  of a member leaves them to the others, DROP of the stream takes them.
@@ -310,44 +307,4 @@ shared_storage_joined(SharedJoin *join, Oid viewid, CVPlan *plan)
 	catalog_insert_shared_member(viewid, join->matrelid, join->prefix);
 	set_compaction(join->matrelid, lappend_oid(join->members, viewid),
 				   lappend(join->plans, plan));
-}
-
-/*
- * After a DROP: the storages whose members are all gone are dropped with
- * their tables; the compaction of one that lost its oldest member moves to
- * the oldest one left (the statement still covers the columns of the
- * dropped member: they stay, see the header).
- */
-void
-shared_storage_after_drop(void)
-{
-	ListCell   *lc;
-
-	foreach(lc, catalog_shared_forget_dropped())
-	{
-		Oid			matrelid = lfirst_oid(lc);
-		Oid			deltaid = catalog_shared_delta(matrelid);
-		List	   *members = get_rel_name(matrelid) ? catalog_shared_members(matrelid) : NIL;
-
-		if (members == NIL)
-		{
-			ObjectAddresses *objs = new_object_addresses();
-			ObjectAddress obj;
-
-			obj.classId = RelationRelationId;
-			obj.objectSubId = 0;
-			obj.objectId = matrelid;
-			if (get_rel_name(matrelid))
-				add_exact_object_address(&obj, objs);
-			obj.objectId = deltaid;
-			if (OidIsValid(deltaid) && get_rel_name(deltaid))
-				add_exact_object_address(&obj, objs);
-			performMultipleDeletions(objs, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
-			catalog_delete_shared_storage(matrelid);
-			continue;
-		}
-		if (!OidIsValid(catalog_shared_leader(matrelid)))
-			catalog_set_view_statements(linitial_oid(members), NULL,
-										catalog_shared_compact(matrelid));
-	}
 }

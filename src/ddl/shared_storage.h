@@ -22,6 +22,5 @@ typedef struct SharedJoin
 
 extern SharedJoin *shared_storage_join(CVPlan *plan, Oid nspid);
 extern void shared_storage_joined(SharedJoin *join, Oid viewid, CVPlan *plan);
-extern void shared_storage_after_drop(void);
 
 #endif							/* STREAM_EXT_SHARED_STORAGE_H */

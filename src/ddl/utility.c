@@ -32,7 +32,7 @@
 #include "ddl/create_view.h"
 #include "ddl/replace_view.h"
 #include "ddl/restore.h"
-#include "ddl/shared_storage.h"
+#include "ddl/shared_members.h"
 #include "ddl/utility.h"
 #include "query/shared_plan.h"
 #include "housekeeping/retention.h"

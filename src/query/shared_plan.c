@@ -123,7 +123,7 @@ shared_refuse(Oid viewid, const char *what)
 			 errmsg("%s is not supported for continuous view \"%s\": it shares its storage with other views",
 					what, get_rel_name(viewid)),
 			 errdetail("Its states are columns of a materialization and a delta it shares with the views of its stream that have the same owner and GROUP BY (stream_ext.shared_storage_members)."),
-			 errhint("Drop the view and create it again with stream_ext.share_storage = off to give it tables of its own.")));
+			 errhint("CREATE OR REPLACE the view, or drop it and create it again with stream_ext.share_storage = off, to give it tables of its own.")));
 }
 
 void
