@@ -42,7 +42,7 @@ SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                          'dead_letters', 'kafka_sinks', 'sink_queue', 'session_views',
                          'transform_catalog', 'lateness_views', 'watermarks', 'late_rows',
                          'invalid_objects', 'backfills', 'backfill_offsets', 'change_streams', 'stream_joins',
-                         'stream_left_joins')
+                         'stream_left_joins', 'shared_storage', 'shared_storage_members')
  ORDER BY 1;
 
 -- count(DISTINCT) of an anonymous row, or a row as group key: 0A000

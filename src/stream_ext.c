@@ -30,6 +30,7 @@
 #include "maintain/stats.h"
 #include "query/aggsupport.h"
 #include "query/reads.h"
+#include "query/shared_plan.h"
 
 PG_MODULE_MAGIC;
 
@@ -70,6 +71,7 @@ _PG_init(void)
 	compactor_init();
 	kafka_launcher_init();
 	reads_init();
+	shared_plan_define_gucs();
 	MarkGUCPrefixReserved("stream_ext");
 }
 

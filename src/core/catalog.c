@@ -846,7 +846,7 @@ lookup_views(const char *column, Oid relid, MemoryContext mcxt)
 				   " %s, %s"
 				   " FROM stream_ext.view_catalog v"
 				   " JOIN pg_catalog.pg_class c ON c.oid = v.view"
-				   " WHERE v.%s = $1 ORDER BY v.matrel::oid",
+				   " WHERE v.%s = $1 ORDER BY v.matrel::oid, v.view::oid",
 				   window_columns, notify, delta,
 				   "v.definition",
 				   /* TTL matters to views with a delta (compact.c), all 0.3 */
@@ -1743,4 +1743,192 @@ catalog_left_join_advance(Oid object, Datum batch_max, bool max_isnull,
 	se_restore(&runas);
 	*isnull = wm.isnull;
 	return wm.isnull ? 0 : DatumGetTimestampTz(wm.value);
+}
+
+/* ---- shared storage (ddl/shared_storage.c) ------------------------------ */
+
+/* is stream_ext.shared_storage there (0.3)? */
+bool
+catalog_has_shared_storage(void)
+{
+	return has_catalog_table("shared_storage_members");
+}
+
+/*
+ * The prefix of view viewid's columns in its shared storage (palloc'd, ""
+ * for the first member), or NULL when the view has its own tables.
+ */
+char *
+catalog_shared_prefix(Oid viewid)
+{
+	char	   *prefix = NULL;
+
+	if (!catalog_has_shared_storage())
+		return NULL;
+	catalog_rows_oid("SELECT prefix FROM stream_ext.shared_storage_members WHERE view = $1",
+					 viewid, CATALOG_LATEST, 1, row_first_text, &prefix);
+	return prefix;
+}
+
+/* is relid the materialization or the delta of a shared storage? */
+bool
+catalog_is_shared_table(Oid relid)
+{
+	return catalog_has_shared_storage() &&
+		catalog_query_oid("SELECT 1 FROM stream_ext.shared_storage"
+						  " WHERE matrel = $1 OR delta = $1", relid, 0) > 0;
+}
+
+void
+catalog_insert_shared_storage(Oid matrelid, Oid deltaid, Oid streamid)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, matrelid);
+	arg_oid(&args, deltaid);
+	arg_oid(&args, streamid);
+	catalog_write_one("INSERT INTO stream_ext.shared_storage (matrel, delta, stream)"
+					  " VALUES ($1, $2, $3)", &args, "the shared storage", matrelid);
+}
+
+/* the number of the next member of the storage of matrelid, taken */
+int
+catalog_shared_take_member(Oid matrelid)
+{
+	char	   *n = NULL;
+
+	catalog_rows_oid("UPDATE stream_ext.shared_storage SET next_member = next_member + 1"
+					 " WHERE matrel = $1 RETURNING next_member - 1",
+					 matrelid, CATALOG_WRITE | CATALOG_AS_OWNER, 0, row_first_text, &n);
+	if (n == NULL)
+		elog(ERROR, "stream_ext: no shared storage with materialization %u", matrelid);
+	return atoi(n);
+}
+
+void
+catalog_insert_shared_member(Oid viewid, Oid matrelid, const char *prefix)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, viewid);
+	arg_oid(&args, matrelid);
+	arg_text(&args, prefix);
+	catalog_write_one("INSERT INTO stream_ext.shared_storage_members (view, matrel, prefix)"
+					  " VALUES ($1, $2, $3)", &args, "the shared storage member", viewid);
+}
+
+/* the member views of the storage of matrelid, oldest member first */
+List *
+catalog_shared_members(Oid matrelid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT m.view::pg_catalog.oid FROM stream_ext.shared_storage_members m"
+					 " JOIN pg_catalog.pg_class c ON c.oid = m.view"
+					 " WHERE m.matrel = $1"
+					 " ORDER BY pg_catalog.length(m.prefix), m.prefix",
+					 matrelid, CATALOG_WRITE, 0, row_append_oid, &result);
+	return result;
+}
+
+/* the oid of the first row of catalog statement sql over relid, or InvalidOid */
+static Oid
+first_oid(const char *sql, Oid relid, int flags)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid(sql, relid, flags, 1, row_append_oid, &result);
+	return result ? linitial_oid(result) : InvalidOid;
+}
+
+/* the delta of the storage of matrelid, or InvalidOid */
+Oid
+catalog_shared_delta(Oid matrelid)
+{
+	return first_oid("SELECT delta::pg_catalog.oid FROM stream_ext.shared_storage WHERE matrel = $1",
+					 matrelid, CATALOG_WRITE);
+}
+
+/* the member recording the storage's compaction (its compact_sql), or InvalidOid */
+Oid
+catalog_shared_leader(Oid matrelid)
+{
+	return first_oid("SELECT view::pg_catalog.oid FROM stream_ext.view_catalog"
+					 " WHERE matrel = $1 AND compact_sql IS NOT NULL",
+					 matrelid, CATALOG_LATEST);
+}
+
+/* set view viewid's maintenance statement (unless NULL) and compaction statement */
+void
+catalog_set_view_statements(Oid viewid, const char *maintain_sql, const char *compact_sql)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, viewid);
+	arg_text(&args, maintain_sql);
+	arg_text(&args, compact_sql);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET maintain_sql = COALESCE($2, maintain_sql),"
+					  " compact_sql = $3 WHERE view = $1",
+					  &args, "the statements of continuous view", viewid);
+}
+
+/*
+ * After a DROP: forget the members whose view is gone; the storages that
+ * lost a member or their materialization (their matrel OIDs).
+ */
+List *
+catalog_shared_forget_dropped(void)
+{
+	List	   *result = NIL;
+
+	if (!catalog_has_shared_storage())
+		return NIL;
+	catalog_exec("WITH gone AS (DELETE FROM stream_ext.shared_storage_members m WHERE NOT EXISTS"
+				 " (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.view) RETURNING m.matrel)"
+				 " SELECT DISTINCT matrel::pg_catalog.oid FROM gone UNION"
+				 " SELECT s.matrel::pg_catalog.oid FROM stream_ext.shared_storage s"
+				 " WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.matrel)"
+				 " OR NOT EXISTS (SELECT 1 FROM stream_ext.shared_storage_members m WHERE m.matrel = s.matrel)",
+				 NULL, CATALOG_WRITE | CATALOG_AS_OWNER, 0, row_append_oid, &result);
+	return result;
+}
+
+/* forget member viewid; the materialization of its storage, or InvalidOid */
+Oid
+catalog_shared_forget_member(Oid viewid)
+{
+	if (!catalog_has_shared_storage())
+		return InvalidOid;
+	return first_oid("DELETE FROM stream_ext.shared_storage_members WHERE view = $1"
+					 " RETURNING matrel::pg_catalog.oid",
+					 viewid, CATALOG_WRITE | CATALOG_AS_OWNER);
+}
+
+void
+catalog_delete_shared_storage(Oid matrelid)
+{
+	catalog_rows_oid("DELETE FROM stream_ext.shared_storage WHERE matrel = $1", matrelid,
+					 CATALOG_WRITE | CATALOG_AS_OWNER, 0, NULL, NULL);
+}
+
+/* the compaction statement of the storage of matrelid: set, read */
+void
+catalog_set_shared_compact(Oid matrelid, const char *compact_sql)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, matrelid);
+	arg_text(&args, compact_sql);
+	catalog_write_one("UPDATE stream_ext.shared_storage SET compact_sql = $2 WHERE matrel = $1",
+					  &args, "the compaction of the shared storage", matrelid);
+}
+
+char *
+catalog_shared_compact(Oid matrelid)
+{
+	char	   *sql = NULL;
+
+	catalog_rows_oid("SELECT compact_sql FROM stream_ext.shared_storage WHERE matrel = $1",
+					 matrelid, CATALOG_WRITE, 1, row_first_text, &sql);
+	return sql;
 }

@@ -247,4 +247,22 @@ extern TimestampTz catalog_left_join_watermark(Oid object, bool *isnull);
 extern TimestampTz catalog_left_join_advance(Oid object, Datum batch_max, bool max_isnull,
 											 int64 late_pairs, bool *isnull);
 
+/* shared storage (ddl/shared_storage.c, query/shared_plan.c) */
+extern bool catalog_has_shared_storage(void);
+extern char *catalog_shared_prefix(Oid viewid);
+extern bool catalog_is_shared_table(Oid relid);
+extern void catalog_insert_shared_storage(Oid matrelid, Oid deltaid, Oid streamid);
+extern int	catalog_shared_take_member(Oid matrelid);
+extern void catalog_insert_shared_member(Oid viewid, Oid matrelid, const char *prefix);
+extern List *catalog_shared_members(Oid matrelid);
+extern Oid	catalog_shared_delta(Oid matrelid);
+extern Oid	catalog_shared_leader(Oid matrelid);
+extern void catalog_set_view_statements(Oid viewid, const char *maintain_sql,
+										const char *compact_sql);
+extern List *catalog_shared_forget_dropped(void);
+extern Oid	catalog_shared_forget_member(Oid viewid);
+extern void catalog_delete_shared_storage(Oid matrelid);
+extern void catalog_set_shared_compact(Oid matrelid, const char *compact_sql);
+extern char *catalog_shared_compact(Oid matrelid);
+
 #endif							/* STREAM_EXT_CATALOG_H */

@@ -38,6 +38,7 @@
 #include "ddl/alter_view.h"
 #include "ddl/rebuild.h"
 #include "ddl/view_options.h"
+#include "query/shared_plan.h"
 
 /*
  * ALTER VIEW/TABLE on relation stmt->relation: if it is a continuous view
@@ -118,7 +119,15 @@ ddl_alter_view_options(AlterTableStmt *stmt)
 		ListCell   *oc;
 
 		foreach(oc, (List *) cmd->def)
-			view_option_alter(viewid, stmt->relation->relname, lfirst(oc), reset);
+		{
+			DefElem    *def = lfirst(oc);
+
+			/* but notify, options of a shared storage's member change its tables */
+			if (strcmp(def->defname, "notify") != 0)
+				shared_refuse(viewid, psprintf("ALTER VIEW ... %s (%s)",
+											   reset ? "RESET" : "SET", def->defname));
+			view_option_alter(viewid, stmt->relation->relname, def, reset);
+		}
 	}
 	/* the batch triggers' cached entries of this view go */
 	CacheInvalidateRelcacheByRelid(viewid);

@@ -64,6 +64,7 @@
 #include "ddl/create_view.h"
 #include "ddl/rebuild.h"
 #include "ddl/replace_view.h"
+#include "ddl/shared_storage.h"
 #include "ddl/view_options.h"
 #include "maintain/changes.h"
 #include "maintain/maintain.h"
@@ -316,6 +317,8 @@ typedef struct ViewBuild
 	Oid			rebuild_of;		/* the view replaced; this one is its shadow */
 	const char *partbase;		/* names of the parts: the replaced view's */
 	char	   *select_sql;		/* the user-facing view's SELECT */
+	SharedJoin *shared;			/* the shared storage it joins, or NULL
+								 * (ddl/shared_storage.c) */
 } ViewBuild;
 
 /* phase 1: the statement and its options (ddl/view_options.c) */
@@ -422,6 +425,36 @@ create_table(ViewBuild *cv, const char *name, const char *sql)
 }
 
 /*
+ * May the view share a storage with views of its stream (ddl/shared_storage.c)?
+ * Not with options that read or write its tables on their own (windows
+ * other than tumbling keys, sessions, TTL, allowed_lateness, emit,
+ * changes, backfill from Kafka), nor a roll-up, a join of two streams, a
+ * rebuild beside a view, count(DISTINCT), no GROUP BY, a changelog stream.
+ */
+static bool
+create_may_share(ViewBuild *cv)
+{
+	CVOptions  *opts = &cv->opts;
+	ListCell   *lc;
+
+	if (opts->window != NIL || opts->session.enabled || opts->lateness.enabled ||
+		opts->ttl.enabled || opts->changes || opts->backfill.replay_source ||
+		opts->backfill.mode == BACKFILL_KAFKA ||
+		OidIsValid(cv->rollup.upstream) || OidIsValid(cv->rebuild_of) ||
+		cv->replace.replacing || OidIsValid(sjoin_right_stream(cv->plan.query)) ||
+		cv->plan.window != NULL || cv->plan.keyless ||
+		se_stream_is_changelog(cv->plan.streamid) ||
+		!cv_appends(&cv->plan) || !catalog_has_delta())
+		return false;
+	foreach(lc, cv->plan.aggs)
+	{
+		if (((CVAgg *) lfirst(lc))->is_distinct)
+			return false;
+	}
+	return true;
+}
+
+/*
  * Phase 3, settings pinned: the materialization (sessions: windows/
  * sessions.c's), the delta, the side tables of count(DISTINCT), the
  * user-facing view, their dependencies and the stream's trigger.
@@ -461,7 +494,15 @@ create_build(ViewBuild *cv)
 		rebuild_stream_source(&cv->opts.backfill, obj->sq) :
 		backfill_stream_source(&cv->opts.backfill, obj->sq);
 
-	if (session->enabled)
+	/* a storage shared with views of the same batch aggregation (ddl/shared_storage.c) */
+	if (create_may_share(cv))
+		cv->shared = shared_storage_join(plan, cv->nspid);
+	if (cv->shared)
+	{
+		obj->matrelid = cv->shared->matrelid;
+		obj->mq = mq = se_qualified_relname(obj->matrelid);
+	}
+	else if (session->enabled)
 	{
 		/* fragments, appended: see windows/sessions.c */
 		obj->matrelid = create_table(cv, matrelname,
@@ -477,7 +518,8 @@ create_build(ViewBuild *cv)
 											  cv_matrel_hash_column_sql(plan), matrel_fillfactor(plan)));
 		cv_create_matrel_indexes(plan, obj->matrelid);
 	}
-	se_create_guard_trigger(obj->matrelid);
+	if (!cv->shared)
+		se_create_guard_trigger(obj->matrelid);
 
 	/*
 	 * The delta: batches append their partial states here, compaction folds
@@ -487,7 +529,12 @@ create_build(ViewBuild *cv)
 	/* count(DISTINCT) left to compaction (query/analyze.c, "Deferred count(DISTINCT)") */
 	plan->defer_distinct = cv->appends && !OidIsValid(cv->rollup.upstream) &&
 		!OidIsValid(sjoin_right_stream(plan->query)) && cv_can_defer_distinct(plan);
-	if (cv->appends)
+	if (cv->shared)
+	{
+		obj->deltaid = cv->shared->deltaid;
+		obj->dq = dq = se_qualified_relname(obj->deltaid);
+	}
+	else if (cv->appends)
 	{
 		char	   *deltaname = ChooseRelationName(partbase, NULL, "delta", cv->nspid, false);
 
@@ -554,16 +601,18 @@ create_build(ViewBuild *cv)
 	 * depend on the stream, so DROP of the stream needs CASCADE.  The
 	 * stream's trigger goes with its last view (ddl_drop_unused_views_triggers()).
 	 */
-	se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId, obj->viewid,
-						 DEPENDENCY_INTERNAL);
-	if (!OidIsValid(cv->rollup.upstream))
+	/* a shared storage's tables depend on the stream only (ddl/shared_storage.c) */
+	if (!cv->shared)
+		se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId, obj->viewid,
+							 DEPENDENCY_INTERNAL);
+	if (!OidIsValid(cv->rollup.upstream) && !cv->shared)
 		se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
 							 plan->streamid, DEPENDENCY_NORMAL);
 	joins_record_dependencies(plan->query, obj->matrelid);
 	foreach(lc, obj->auxids)
 		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
 							 obj->viewid, DEPENDENCY_INTERNAL);
-	if (cv->appends)
+	if (cv->appends && !cv->shared)
 		se_record_dependency(RelationRelationId, obj->deltaid, RelationRelationId, obj->viewid,
 							 DEPENDENCY_INTERNAL);
 	if (OidIsValid(cv->rollup.upstream))
@@ -602,7 +651,12 @@ create_record(ViewBuild *cv)
 	/* a replaced view's old stream may have no view left */
 	if (cv->replace.replacing)
 		ddl_drop_unused_views_triggers();
-	if (cv->appends)
+	if (cv->shared)
+	{
+		catalog_set_delta(obj->viewid, obj->deltaid, NULL);
+		shared_storage_joined(cv->shared, obj->viewid, &cv->plan);
+	}
+	else if (cv->appends)
 		catalog_set_delta(obj->viewid, obj->deltaid,
 						  cv_compact_sql(&cv->plan, obj->mq, obj->dq));
 	view_options_record(&cv->opts, obj);

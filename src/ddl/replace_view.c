@@ -60,6 +60,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "ddl/replace_view.h"
+#include "ddl/shared_members.h"
 
 /* set while replace_define_view() runs its own CREATE OR REPLACE VIEW */
 static bool replacing = false;
@@ -68,6 +69,26 @@ bool
 ddl_replacing_view(void)
 {
 	return replacing;
+}
+
+/*
+ * Define the user-facing view vq of a continuous view again, with the same
+ * columns (a view becoming the first member of a shared storage,
+ * ddl/shared_storage.c).
+ */
+void
+replace_redefine_view(const char *vq, const char *select_sql)
+{
+	replacing = true;
+	PG_TRY();
+	{
+		se_run_sql(psprintf("CREATE OR REPLACE VIEW %s AS %s", vq, select_sql));
+	}
+	PG_FINALLY();
+	{
+		replacing = false;
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -309,6 +330,8 @@ detach_internals(Oid viewid)
 	performMultipleDeletions(objects, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
 	catalog_forget_view(viewid);
 	CommandCounterIncrement();
+	/* a member of a shared storage leaves it (ddl/shared_members.c) */
+	shared_storage_leave(viewid);
 }
 
 /* GRANT statements giving a new view vq what view viewid granted */
@@ -437,16 +460,7 @@ replace_define_view(ReplaceState *rs, const char *vq, const char *select_sql)
 	}
 	if (columns_compatible(rs->viewid, select_sql, &why))
 	{
-		replacing = true;
-		PG_TRY();
-		{
-			se_run_sql(psprintf("CREATE OR REPLACE VIEW %s AS %s", vq, select_sql));
-		}
-		PG_FINALLY();
-		{
-			replacing = false;
-		}
-		PG_END_TRY();
+		replace_redefine_view(vq, select_sql);
 		detach_internals(rs->viewid);
 		return;
 	}
@@ -458,6 +472,7 @@ replace_define_view(ReplaceState *rs, const char *vq, const char *select_sql)
 	ObjectAddressSet(view, RelationRelationId, rs->viewid);
 	performDeletion(&view, DROP_RESTRICT, 0);
 	CommandCounterIncrement();
+	shared_storage_leave(rs->viewid);
 	se_run_sql(psprintf("CREATE VIEW %s AS %s", vq, select_sql));
 	foreach(lc, grants)
 		se_run_sql((char *) lfirst(lc));

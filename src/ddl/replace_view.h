@@ -21,6 +21,7 @@ extern void replace_begin(ViewStmt *stmt, ReplaceState *rs);
 extern void replace_define_view(ReplaceState *rs, const char *vq,
 								const char *select_sql);
 extern bool ddl_replacing_view(void);
+extern void replace_redefine_view(const char *vq, const char *select_sql);
 extern void replace_check_columns(Oid viewid, const char *vq, const char *why);
 extern bool replace_columns_kept(Oid viewid, const char *vq, const char *select_sql);
 extern void replace_move_parts(Oid from, Oid to);

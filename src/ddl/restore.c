@@ -154,7 +154,15 @@ ddl_restore_dependencies(Oid streamid)
 		StreamObject *obj = lfirst(lc);
 		ListCell   *ac;
 
-		if (!obj->transform)
+		if (!obj->transform && catalog_is_shared_table(obj->relid))
+		{
+			/* a shared storage's tables: on the stream (ddl/shared_storage.c) */
+			n += restore_dependency(RelationRelationId, obj->relid,
+									RelationRelationId, streamid, DEPENDENCY_NORMAL);
+			n += restore_dependency(RelationRelationId, obj->deltaid,
+									RelationRelationId, streamid, DEPENDENCY_NORMAL);
+		}
+		else if (!obj->transform)
 		{
 			/* materialization and side tables INTERNAL on the view */
 			n += restore_dependency(RelationRelationId, obj->relid,

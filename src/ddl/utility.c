@@ -33,7 +33,9 @@
 #include "ddl/internal_tables.h"
 #include "ddl/replace_view.h"
 #include "ddl/restore.h"
+#include "ddl/shared_members.h"
 #include "ddl/utility.h"
+#include "query/shared_plan.h"
 #include "housekeeping/retention.h"
 #include "kafka/replay.h"
 #include "maintain/changes.h"
@@ -115,6 +117,9 @@ check_alter(Node *parsetree)
 		{
 			AlterTableCmd *cmd = lfirst(lc);
 
+			/* a shared storage has one owner (query/shared_plan.c) */
+			if (cmd->subtype == AT_ChangeOwner)
+				shared_refuse(relid, "ALTER VIEW ... OWNER TO");
 			/* a stream's access method is what retain => false chose */
 			if (cmd->subtype == AT_SetAccessMethod && catalog_is_stream(relid))
 				ereport(ERROR,
@@ -415,6 +420,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
 	{
+		/* shared storages that lost members (ddl/shared_storage.c) */
+		shared_storage_after_drop();
 		ddl_drop_unused_views_triggers();
 		ddl_notify_pgrst_reload();
 	}

@@ -204,7 +204,7 @@ load_views(void)
 			elog(ERROR, "SPI_connect failed");
 		catalog_select("SELECT v.view::pg_catalog.oid, v.view::pg_catalog.text"
 					   " FROM stream_ext.view_catalog v"
-					   " WHERE v.delta IS NOT NULL ORDER BY 1");
+					   " WHERE v.delta IS NOT NULL AND v.compact_sql IS NOT NULL ORDER BY 1");
 		nfresh = (int) SPI_processed;
 		fresh = MemoryContextAllocZero(compactor_cxt,
 									   sizeof(CompactView) * Max(nfresh, 1));

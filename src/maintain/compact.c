@@ -150,15 +150,25 @@ compact_run(ViewCatalogEntry *cat, int64 max_rows, bool wait)
 	return folded;
 }
 
-/* *cat of continuous view viewid, or an error */
+/*
+ * *cat of continuous view viewid, or an error.  A member of a shared
+ * storage (ddl/shared_storage.c) without the storage's compaction: the
+ * member that has it, whose compaction folds the delta for all.
+ */
 static void
 lookup_view(Oid viewid, ViewCatalogEntry *cat)
 {
+	Oid			leader;
+
 	if (!catalog_lookup_view(viewid, cat, CurrentMemoryContext))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a continuous view",
 						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	if (cat->compact_sql == NULL && OidIsValid(cat->deltaid) &&
+		catalog_shared_prefix(viewid) != NULL &&
+		OidIsValid(leader = catalog_shared_leader(cat->matrelid)))
+		(void) catalog_lookup_view(leader, cat, CurrentMemoryContext);
 }
 
 int64

@@ -179,6 +179,8 @@ stream_ext_explain(PG_FUNCTION_ARGS)
 
 		put_line(rsinfo, psprintf("Shared with %d other continuous view%s of the stream: one aggregation of the batch, then one store per view",
 								  others, others > 1 ? "s" : ""));
+		if (catalog_shared_prefix(viewid))
+			put_line(rsinfo, "Its states are columns of a storage shared with other views (stream_ext.shared_storage_members): one store, one row per group, for all of them");
 		MemoryContextSwitchTo(old);
 	}
 

@@ -70,6 +70,7 @@
 #include "query/analyze.h"
 #include "query/stream_joins.h"
 #include "query/combine.h"
+#include "query/shared_plan.h"
 #include "windows/lateness.h"
 #include "windows/windows.h"
 
@@ -527,6 +528,10 @@ typedef struct MaintGroup
 	uint64	   *privs_checked;
 	List	  **distinct_plans; /* per view: their places in the entry's
 								 * plans (se_batch_plans()) */
+	int		   *store_of;		/* per view: its store in shared_sql's
+								 * result (members of one shared storage
+								 * have one); NULL: shared_sql is one
+								 * INSERT of them all */
 
 	/* this batch */
 	bool	   *skip;			/* invalid, or lost a privilege */
@@ -645,15 +650,26 @@ group_run(SeBatchEntry *entry, TriggerData *trigdata)
 		/* one statement: the shared aggregation and every view's store */
 		int			rc = SPI_execute_plan(linitial(plans), NULL, NULL, false, 0);
 
-		if (rc != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
-		for (int i = 0; i < group->nviews; i++)
+		if (group->store_of == NULL)
 		{
-			bool		isnull;
+			/* one shared storage: one INSERT for all (group_statement()) */
+			if (rc != SPI_OK_INSERT)
+				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+			for (int i = 0; i < group->nviews; i++)
+				group->groups[i] = SPI_processed;
+		}
+		else
+		{
+			if (rc != SPI_OK_SELECT || SPI_processed != 1)
+				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+			for (int i = 0; i < group->nviews; i++)
+			{
+				bool		isnull;
 
-			group->groups[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc,
-														   i + 1, &isnull));
+				group->groups[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc,
+															   group->store_of[i] + 1, &isnull));
+			}
 		}
 	}
 	foreach(lc, group->views)
@@ -801,6 +817,8 @@ share_plan_body(void *arg)
 				   cv_view_column_aliases(view->cat.viewid), hop, plan);
 		window_apply_options(plan, NIL, false);
 		cv_detect_deferred_distinct(plan, view->cat.viewid, view->cat.deltaid);
+		/* a member of a shared storage: its columns there (query/shared_plan.c) */
+		(void) shared_plan_apply(plan, view->cat.viewid, view->cat.matrelid);
 		mq = rel_qualified_name(view->cat.matrelid);
 		if (plan->streamid == view->cat.streamid &&
 			strcmp(OidIsValid(view->cat.deltaid) ?
@@ -851,6 +869,37 @@ share_key(MaintView *view, CVPlan *plan)
 		appendStringInfo(&buf, "|%s", (char *) lfirst(lc));
 	appendStringInfo(&buf, "|%s|%s", parts.hash_expr ? parts.hash_expr : "", parts.tail);
 	return buf.data;
+}
+
+/*
+ * For ddl/shared_storage.c: the plan of continuous view cat as maintenance
+ * builds it (share_plan(): its columns in its shared storage, if any) and
+ * in *key its share_key(), in cxt; NULL if it cannot share a statement.
+ */
+CVPlan *
+maint_view_plan(ViewCatalogEntry *cat, MemoryContext cxt, char **key)
+{
+	MaintView	view;
+
+	memset(&view, 0, sizeof(view));
+	view.cat = *cat;
+	catalog_read_latest_begin();
+	view.lateness = lateness_lookup(cat->viewid, cxt);
+	catalog_read_latest_end();
+	*key = NULL;
+	return share_plan(&view, cxt, key);
+}
+
+/* share_key() of a view of owner, created under timezone, with plan */
+char *
+maint_share_key(Oid owner, const char *timezone, CVPlan *plan)
+{
+	MaintView	view;
+
+	memset(&view, 0, sizeof(view));
+	view.cat.owner = owner;
+	view.cat.timezone = (char *) timezone;
+	return share_key(&view, plan);
 }
 
 /* the views of the stream: units of work (SeBatchEntry) */
@@ -977,27 +1026,67 @@ group_views(Oid streamid, List *own, MemoryContext cxt, List **plans, List **rel
 
 /*
  * The statement of a group of views (MaintView) and their plans, generated
- * under the settings pinned for them (as their own statements were).
+ * under the settings pinned for them (as their own statements were).  The
+ * members of one shared storage (query/shared_plan.c) have one store: one
+ * row per group with all their columns, from the storage's plan of them.
+ * *store_of gets each view's store (the column of the statement's result),
+ * or NULL when all are of one storage: then the statement is that store
+ * alone, an INSERT (no CTE).
  */
 static char *
-group_statement(List *views, List *plans)
+group_statement(List *views, List *plans, int **store_of)
 {
 	int			nestlevel = se_pin_settings(((MaintView *) linitial(views))->cat.timezone);
 	List	   *matrels = NIL;
 	List	   *deltas = NIL;
+	List	   *stores = NIL;	/* per store: the List of its plans */
+	List	   *store_rels = NIL;	/* per store: its materialization */
+	List	   *store_plans = NIL;
+	int		   *of = palloc0(sizeof(int) * list_length(views));
 	ListCell   *lc;
+	ListCell   *lp;
 	char	   *sql;
 
-	foreach(lc, views)
+	forboth(lc, views, lp, plans)
 	{
 		ViewCatalogEntry *cat = &((MaintView *) lfirst(lc))->cat;
+		CVPlan	   *plan = lfirst(lp);
+		int			s = -1;
 
+		if (plan->presence_col)
+		{
+			ListCell   *ls;
+
+			foreach(ls, store_rels)
+				if (lfirst_oid(ls) == cat->matrelid)
+					s = foreach_current_index(ls);
+		}
+		if (s >= 0)
+		{
+			list_nth_cell(stores, s)->ptr_value = lappend(list_nth(stores, s), plan);
+			of[foreach_current_index(lc)] = s;
+			continue;
+		}
+		of[foreach_current_index(lc)] = list_length(stores);
+		stores = lappend(stores, list_make1(plan));
+		store_rels = lappend_oid(store_rels, plan->presence_col ? cat->matrelid : InvalidOid);
 		matrels = lappend(matrels, rel_qualified_name(cat->matrelid));
 		deltas = lappend(deltas, OidIsValid(cat->deltaid) ?
 						 rel_qualified_name(cat->deltaid) : NULL);
 	}
-	sql = cv_shared_maintain_sql(plans, matrels, deltas);
+	foreach(lc, stores)
+		store_plans = lappend(store_plans, list_length(lfirst(lc)) > 1 ?
+							  shared_storage_plan(lfirst(lc)) : linitial(lfirst(lc)));
+	if (list_length(stores) == 1 && linitial(deltas) != NULL)
+	{
+		sql = cv_maintain_append_sql(linitial(store_plans), linitial(deltas), CV_NEW_ROWS);
+		of = NULL;
+	}
+	else
+		sql = cv_shared_maintain_sql(store_plans, matrels, deltas);
 	se_unpin_settings(nestlevel);
+	if (store_of)
+		*store_of = of;
 	return sql;
 }
 
@@ -1032,7 +1121,7 @@ maint_shared_statement(Relation stream, Oid viewid, int *others)
 			if (((MaintView *) lfirst(lm))->cat.viewid == viewid)
 			{
 				*others = list_length(members) - 1;
-				return group_statement(members, lfirst(lp));
+				return group_statement(members, lfirst(lp), NULL);
 			}
 		}
 	}
@@ -1097,7 +1186,8 @@ views_load(SeBatchEntry *entry, TriggerData *trigdata)
 			group->missing = palloc0(sizeof(char *) * n);
 			group->groups = palloc0(sizeof(uint64) * n);
 			group->shared_sql = group_statement(members,
-												list_nth(plans, foreach_current_index(lc)));
+												list_nth(plans, foreach_current_index(lc)),
+												&group->store_of);
 			MemoryContextSwitchTo(old);
 			unit->kind = group;
 			unit->streamid = entry->streamid;

@@ -24,6 +24,9 @@ extern void maintain_init(void);
 
 /* stream_ext.explain(): the statement a view shares with others, or NULL */
 extern char *maint_shared_statement(Relation stream, Oid viewid, int *others);
+/* shared storage (ddl/shared_storage.c) */
+extern struct CVPlan *maint_view_plan(ViewCatalogEntry *cat, MemoryContext cxt, char **key);
+extern char *maint_share_key(Oid owner, const char *timezone, struct CVPlan *plan);
 
 /* may this trigger's batch feed continuous view cat (maint_ops, query/rollup.c)? */
 extern bool maint_admit_view(TriggerData *trigdata, ViewCatalogEntry *cat);

@@ -50,6 +50,7 @@
 #include "core/security.h"
 #include "housekeeping/compactor_slots.h"
 #include "maintain/stats.h"
+#include "query/shared_plan.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_view_stats_raw);
 PG_FUNCTION_INFO_V1(stream_ext_reset_stats);
@@ -846,6 +847,21 @@ owner_can_read(const ViewCatalogEntry *entry, Oid relid)
 		pg_class_aclcheck(relid, entry->owner, ACL_SELECT) == ACLCHECK_OK;
 }
 
+/*
+ * " WHERE <its presence column> IS NOT NULL" for a member of a shared
+ * storage (query/shared_plan.c): its groups, its rows; else ""
+ */
+static char *
+member_rows(const ViewCatalogEntry *entry)
+{
+	char	   *prefix = catalog_shared_prefix(entry->viewid);
+
+	if (prefix == NULL)
+		return "";
+	return psprintf(" WHERE %s IS NOT NULL",
+					quote_identifier(psprintf("%s%s", prefix, SHARED_PRESENCE_COLUMN)));
+}
+
 /* the count(*) query sql, as the owner of the view of entry */
 static int64
 count_as_owner(const ViewCatalogEntry *entry, const char *sql)
@@ -889,8 +905,11 @@ stream_ext_view_groups(PG_FUNCTION_ARGS)
 		/* materialization (+) delta: each group counted once */
 		char	   *keys = group_columns(entry.matrelid);
 
-		sql = psprintf("SELECT pg_catalog.count(*) FROM (SELECT %s FROM %s UNION SELECT %s FROM %s) g",
-					   keys, qualified_rel(entry.matrelid), keys, qualified_rel(entry.deltaid));
+		char	   *where = member_rows(&entry);
+
+		sql = psprintf("SELECT pg_catalog.count(*) FROM (SELECT %s FROM %s%s UNION SELECT %s FROM %s%s) g",
+					   keys, qualified_rel(entry.matrelid), where,
+					   keys, qualified_rel(entry.deltaid), where);
 	}
 	else
 		sql = psprintf("SELECT pg_catalog.count(*) FROM %s", qualified_rel(entry.matrelid));
@@ -912,8 +931,9 @@ stream_ext_view_delta_rows(PG_FUNCTION_ARGS)
 		!owner_can_read(&entry, entry.deltaid))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(count_as_owner(&entry,
-								   psprintf("SELECT pg_catalog.count(*) FROM %s",
-											qualified_rel(entry.deltaid))));
+								   psprintf("SELECT pg_catalog.count(*) FROM %s%s",
+											qualified_rel(entry.deltaid),
+											member_rows(&entry))));
 }
 
 /*

@@ -719,18 +719,22 @@ cv_matrel_columns_sql(CVPlan *plan)
 	{
 		CVAgg	   *agg = lfirst(lc);
 
-		if (agg->is_distinct)
-			appendStringInfo(&buf, "%s%s bigint NOT NULL DEFAULT 0", first ? "" : ", ",
-							 quote_identifier(agg->colname));
-		else
-			appendStringInfo(&buf, "%s%s %s", first ? "" : ", ",
-							 quote_identifier(agg->colname),
-							 se_type_sql(agg->storage.statetype, -1,
-										 type_is_collatable(agg->storage.statetype) ?
-										 agg->aggref->inputcollid : InvalidOid));
+		appendStringInfo(&buf, "%s%s", first ? "" : ", ", cv_state_column_sql(agg));
 		first = false;
 	}
 	return buf.data;
+}
+
+/* the definition of an aggregate's column: name and type */
+char *
+cv_state_column_sql(CVAgg *agg)
+{
+	if (agg->is_distinct)
+		return psprintf("%s bigint NOT NULL DEFAULT 0", quote_identifier(agg->colname));
+	return psprintf("%s %s", quote_identifier(agg->colname),
+					se_type_sql(agg->storage.statetype, -1,
+								type_is_collatable(agg->storage.statetype) ?
+								agg->aggref->inputcollid : InvalidOid));
 }
 
 static Expr *
@@ -1880,8 +1884,11 @@ cv_view_select_sql(CVPlan *plan, Oid matrelid, const char *matrel)
 	if (plan->extra_outer_columns)
 		appendStringInfo(&buf, ", %s", plan->extra_outer_columns);
 	appendStringInfo(&buf, " FROM %s m", matrel);
+	/* a member of a shared storage: only the groups it has rows of */
+	if (plan->presence_col)
+		appendStringInfo(&buf, " WHERE m.%s IS NOT NULL", quote_identifier(plan->presence_col));
 	if (plan->query->havingQual)
-		appendStringInfo(&buf, " WHERE %s",
+		appendStringInfo(&buf, " %s %s", plan->presence_col ? "AND" : "WHERE",
 						 deparse_expression(outer_mutator(plan->query->havingQual, &ctx),
 											dctx, true, false));
 	return buf.data;

@@ -55,6 +55,10 @@ typedef struct CVPlan
 	struct CVWindow *window;	/* time window (windows/windows.h), or NULL */
 	bool		defer_distinct; /* count(DISTINCT) deferred to compaction
 								 * (analyze.c, "Deferred count(DISTINCT)") */
+	const char *presence_col;	/* a member of a shared storage: its
+								 * count(*) state column, NULL in the
+								 * groups it has no rows of
+								 * (query/shared_plan.c) */
 } CVPlan;
 
 #define CV_SINGLE_COLUMN "_single"
@@ -78,6 +82,7 @@ extern void append_key_exprs(StringInfo buf, CVPlan *plan, List *ctx);
 
 /* SQL text, generated with search_path pinned to pg_catalog */
 extern char *cv_matrel_columns_sql(CVPlan *plan);
+extern char *cv_state_column_sql(CVAgg *agg);
 extern char *cv_matrel_key_list(CVPlan *plan);
 extern char *cv_auxrel_columns_sql(CVPlan *plan, CVAgg *agg);
 extern bool cv_matrel_hashed(CVPlan *plan);

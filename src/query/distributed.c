@@ -32,6 +32,7 @@
 
 #include "core/catalog.h"
 #include "query/analyze.h"
+#include "query/shared_plan.h"
 
 PG_FUNCTION_INFO_V1(stream_ext_distributed_select_sql);
 
@@ -77,6 +78,8 @@ stream_ext_distributed_select_sql(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a distributed view needs at least one node")));
 
+	/* the nodes' views read their own tables (query/shared_plan.c) */
+	shared_refuse(viewid, "stream_ext.create_distributed_view()");
 	if (!catalog_lookup_view_definition(viewid, &stored))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

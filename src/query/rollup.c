@@ -109,6 +109,7 @@
 #include "maintain/trigger.h"
 #include "query/retract.h"
 #include "query/rollup.h"
+#include "query/shared_plan.h"
 #include "query/viewplan.h"
 #include "windows/windows.h"
 
@@ -499,6 +500,8 @@ rollup_compose(Query *query, const char *querytext, RollupSpec *spec)
 				 errmsg("a continuous view over continuous view \"%s\" needs aggregates or GROUP BY",
 						upstream_name(spec)),
 				 errdetail("Continuous transforms read streams, not continuous views.")));
+	/* its delta holds other views' rows too (query/shared_plan.c) */
+	shared_refuse(spec->upstream, "a continuous view over it");
 	if (!OidIsValid(up.deltaid))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

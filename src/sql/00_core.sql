@@ -24,7 +24,9 @@ CREATE TABLE stream_ext.stream_catalog (
 CREATE TABLE stream_ext.view_catalog (
     view         regclass PRIMARY KEY,
     stream       regclass NOT NULL,
-    matrel       regclass NOT NULL UNIQUE,
+    -- not UNIQUE: the members of a shared storage (56_shared_storage.sql)
+    -- have the same materialization
+    matrel       regclass NOT NULL,
     aux_tables   regclass[] NOT NULL DEFAULT '{}',
     definition   text NOT NULL,
     maintain_sql text NOT NULL,
@@ -54,6 +56,7 @@ CREATE TABLE stream_ext.view_catalog (
     compact_sql  text
 );
 CREATE INDEX ON stream_ext.view_catalog (stream);
+CREATE INDEX ON stream_ext.view_catalog (matrel);
 
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.stream_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.view_catalog', '');

@@ -771,3 +771,27 @@ CREATE AGGREGATE stream_ext.distinct_values(anyelement) (
     SERIALFUNC = stream_ext.distinct_values_serialize,
     DESERIALFUNC = stream_ext.distinct_values_deserialize
 );
+
+-- shared: views sharing one materialization and one delta (ddl/shared_storage.c)
+ALTER TABLE stream_ext.view_catalog DROP CONSTRAINT view_catalog_matrel_key;
+CREATE INDEX ON stream_ext.view_catalog (matrel);
+CREATE TABLE stream_ext.shared_storage (
+    matrel      regclass PRIMARY KEY,
+    delta       regclass NOT NULL,
+    stream      regclass NOT NULL,
+    next_member integer NOT NULL DEFAULT 2,
+    -- the compaction of the delta for every member: view_catalog.compact_sql
+    -- of one member (the oldest), NULL for the others
+    compact_sql text
+);
+-- The views whose states are in a shared storage, and the prefix of their
+-- columns there.
+CREATE TABLE stream_ext.shared_storage_members (
+    view    regclass PRIMARY KEY,
+    matrel  regclass NOT NULL,
+    prefix  text NOT NULL
+);
+CREATE INDEX ON stream_ext.shared_storage_members (matrel);
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.shared_storage', '');
+SELECT pg_catalog.pg_extension_config_dump('stream_ext.shared_storage_members', '');
+GRANT SELECT ON stream_ext.shared_storage, stream_ext.shared_storage_members TO PUBLIC;
