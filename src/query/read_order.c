@@ -17,16 +17,19 @@
  * pathkeys) and the outer ORDER BY ... LIMIT n sorts the whole first branch.
  *
  * set_rel_pathlist_hook gives such a subquery the ordering its parent query
- * wants: when the first base relation of a subquery is a stream_ext table
- * (the guard trigger stream_ext_guard), the subquery has no ordering of its
- * own and the parent query has one (root->query_pathkeys) whose leading
+ * wants: when the first table a subquery reads is a stream_ext table (the
+ * guard trigger stream_ext_guard), the subquery has no ordering of its own
+ * and the parent query has one (root->query_pathkeys) whose leading
  * expressions are plain output columns of this subquery, those become the
- * subquery's query_pathkeys, and the relation's index paths are made again
- * so that ordered index scans are among them.  The subquery then keeps, next
- * to its cheapest paths, its cheapest ordered ones (a nested loop anti-join
- * over the materialization's index in its order, each row probing the
- * delta's key index), and the parent's append relation can merge them with
- * the other branches (Merge Append) under the Limit.
+ * subquery's query_pathkeys -- set when the paths of its first base
+ * relation are made, before those of the others and of the joins -- and
+ * that relation's index paths are made again so that ordered index scans
+ * are among them.  The subquery then keeps, next to its cheapest paths, its
+ * cheapest ordered ones (the anti-join over the materialization's key index
+ * in its order; the merged delta groups, a GROUP BY over the delta's key
+ * index, joined in that order to the materialization), and the parent's
+ * append relation can merge them with the other branches (Merge Append)
+ * under the Limit.
  *
  * Nothing here states an order: the pathkeys of every path are still those
  * PostgreSQL derives from its index scans and joins, and which plan runs is
@@ -49,6 +52,7 @@
 #include "access/relation.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "parser/parsetree.h"
 #include "utils/guc.h"
@@ -76,37 +80,51 @@ is_guarded_table(Oid relid)
 	return guarded;
 }
 
-/* the relid of q's first range table entry if it is a table, else InvalidOid */
+/*
+ * What tells a subquery of a view's read apart from the other subqueries of
+ * its parent: the kind of its first range table entry (a subquery may pull
+ * more entries up behind it, never before it) and its first table's relid
+ * (InvalidOid when it reads none).
+ */
 static Oid
-first_relation(Query *q)
+first_relation(Query *q, RTEKind *first_kind)
 {
-	RangeTblEntry *rte;
+	ListCell   *lc;
 
+	*first_kind = RTE_RESULT;
 	if (q == NULL || q->rtable == NIL)
 		return InvalidOid;
-	rte = linitial_node(RangeTblEntry, q->rtable);
-	return rte->rtekind == RTE_RELATION ? rte->relid : InvalidOid;
+	*first_kind = linitial_node(RangeTblEntry, q->rtable)->rtekind;
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			return rte->relid;
+	}
+	return InvalidOid;
 }
 
 /*
  * The range table index in root's parent of the subquery root plans: the
  * only subquery relation of the parent not planned yet (no subroot) whose
- * query reads the same first relation; 0 when none or several are.
+ * query starts the same way (first_relation()); 0 when none or several are.
  */
 static Index
-rti_in_parent(PlannerInfo *root)
+rti_in_parent(PlannerInfo *root, Oid relid, RTEKind kind)
 {
 	PlannerInfo *parent = root->parent_root;
-	Oid			relid = first_relation(root->parse);
 	Index		found = 0;
 
 	for (int i = 1; i < parent->simple_rel_array_size; i++)
 	{
 		RelOptInfo *prel = parent->simple_rel_array[i];
 		RangeTblEntry *prte = parent->simple_rte_array[i];
+		RTEKind		pkind;
 
 		if (prel == NULL || prte == NULL || prte->rtekind != RTE_SUBQUERY ||
-			prel->subroot != NULL || first_relation(prte->subquery) != relid)
+			prel->subroot != NULL || first_relation(prte->subquery, &pkind) != relid ||
+			pkind != kind)
 			continue;
 		if (found != 0)
 			return 0;
@@ -189,24 +207,80 @@ is_first_base_rel(PlannerInfo *root, Index rti)
 	return false;
 }
 
+/*
+ * In the parent: a branch rel of the view's append relation that has an
+ * ordered path costlier than sorting its cheapest one gets that sort as a
+ * path too.  PostgreSQL's Merge Append takes a branch's cheapest path in the
+ * wanted order when there is one (generate_orderedappend_paths()), even
+ * when sorting its cheapest path would cost less -- as for the merged delta
+ * groups read in descending key order, whose GROUP BY yields ascending
+ * order only.  Only when every wanted pathkey is a plain column of rel.
+ */
+static void
+add_sorted_cheapest(PlannerInfo *root, RelOptInfo *rel)
+{
+	Path	   *cheapest = NULL;
+	ListCell   *lc;
+
+	foreach(lc, root->query_pathkeys)
+	{
+		EquivalenceClass *ec = lfirst_node(PathKey, lc)->pk_eclass;
+		bool		found = false;
+		ListCell   *lm;
+
+		foreach(lm, ec->ec_members)
+		{
+			EquivalenceMember *m = lfirst(lm);
+
+			if (IsA(m->em_expr, Var) && bms_equal(m->em_relids, rel->relids))
+			{
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			return;
+	}
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (path->param_info == NULL &&
+			(cheapest == NULL || path->total_cost < cheapest->total_cost))
+			cheapest = path;
+	}
+	if (cheapest == NULL || pathkeys_contained_in(root->query_pathkeys, cheapest->pathkeys))
+		return;
+	add_path(rel, (Path *) create_sort_path(root, rel, cheapest, root->query_pathkeys, -1.0));
+}
+
 static void
 read_order_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 							RangeTblEntry *rte)
 {
 	Index		prti;
+	Oid			relid;
+	RTEKind		kind;
 	List	   *pathkeys;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 
+	if (stream_ext_ordered_reads && root->query_pathkeys != NIL &&
+		rte->rtekind == RTE_SUBQUERY && rel->reloptkind == RELOPT_OTHER_MEMBER_REL &&
+		rel->subroot != NULL && OidIsValid(relid = first_relation(rte->subquery, &kind)) &&
+		is_guarded_table(relid))
+		add_sorted_cheapest(root, rel);
+
 	if (!stream_ext_ordered_reads ||
 		root->parent_root == NULL || root->parent_root->query_pathkeys == NIL ||
 		root->query_pathkeys != NIL || root->parse->setOperations != NULL ||
-		rte->rtekind != RTE_RELATION || rel->reloptkind != RELOPT_BASEREL ||
-		rel->indexlist == NIL || !is_first_base_rel(root, rti) ||
-		first_relation(root->parse) != rte->relid || !is_guarded_table(rte->relid))
+		rel->reloptkind != RELOPT_BASEREL || !is_first_base_rel(root, rti))
 		return;
-	prti = rti_in_parent(root);
+	relid = first_relation(root->parse, &kind);
+	if (!OidIsValid(relid) || !is_guarded_table(relid))
+		return;
+	prti = rti_in_parent(root, relid, kind);
 	if (prti == 0)
 		return;
 	pathkeys = parent_order(root, prti);
@@ -214,7 +288,8 @@ read_order_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		return;
 	root->query_pathkeys = pathkeys;
 	/* this relation's paths were made without the ordering: add the ordered ones */
-	create_index_paths(root, rel);
+	if (rte->rtekind == RTE_RELATION && rel->indexlist != NIL)
+		create_index_paths(root, rel);
 }
 
 void
