@@ -31,10 +31,14 @@
 #              (PostgREST prepares its statements)
 #   range      SELECT * FROM V WHERE k BETWEEN K AND K + 99 (20 per sample)
 #   order_key  SELECT * FROM V ORDER BY k LIMIT 10        (5 per sample)
+#   order_range  SELECT * FROM V WHERE k > K ORDER BY k LIMIT 10  (20 per
+#              sample; PostgREST's k=gt.K&order=k&limit=10)
 #   order_agg  SELECT * FROM V ORDER BY s DESC LIMIT 10   (5 per sample; s has
 #              the user index of create_index)
+# The ORDER BY reads of v also run with stream_ext.ordered_reads = off
+# (v_off: the whole first branch sorted, as before query/read_order.c).
 # Prints per delta size and query the medians (ms per read) and the median of
-# the paired ratios v / v_base (and v_noidx / v_base), the plan shape of the
+# the paired ratios v / v_base (and v_noidx / v_base, v_off / v_base), the plan shape of the
 # key read, and the load average before and after.  Only ratios from one run compare: the machine
 # may be shared.
 set -euo pipefail
@@ -111,6 +115,7 @@ DECLARE
     ARRAY['key_prepared', 'EXECUTE p_%s(\$1)', '50'],
     ARRAY['range', 'SELECT * FROM %s WHERE k BETWEEN \$1 AND \$1 + 99', '20'],
     ARRAY['order_key', 'SELECT * FROM %s ORDER BY k LIMIT 10', '5'],
+    ARRAY['order_range', 'SELECT * FROM %s WHERE k > \$1 ORDER BY k LIMIT 10', '20'],
     ARRAY['order_agg', 'SELECT * FROM %s ORDER BY s DESC LIMIT 10', '5']];
   i int;
   p int;
@@ -125,11 +130,15 @@ BEGIN
   FOR p IN 1..pairs LOOP
     FOR i IN 1..array_length(qs, 1) LOOP
       keys := ARRAY(SELECT 1 + floor(random() * $NGROUPS)::int FROM generate_series(1, qs[i][3]::int));
-      FOREACH side IN ARRAY CASE WHEN p % 2 = 1 THEN ARRAY['v', 'v_noidx', 'v_base'] ELSE ARRAY['v_base', 'v_noidx', 'v'] END LOOP
+      FOREACH side IN ARRAY CASE WHEN p % 2 = 1 THEN ARRAY['v', 'v_noidx', 'v_off', 'v_base'] ELSE ARRAY['v_base', 'v_off', 'v_noidx', 'v'] END LOOP
         CONTINUE WHEN side = 'v_noidx' AND qs[i][1] NOT IN ('key', 'key_prepared', 'range');
+        CONTINUE WHEN side = 'v_off' AND qs[i][1] NOT LIKE 'order%';
+        PERFORM set_config('stream_ext.ordered_reads', CASE WHEN side = 'v_off' THEN 'off' ELSE 'on' END, false);
         INSERT INTO results VALUES (delta, qs[i][1], p, side,
-                                    bench_time(replace(format(qs[i][2], side), '\$1', '%1\$s'), keys));
+                                    bench_time(replace(format(qs[i][2], CASE WHEN side = 'v_off' THEN 'v' ELSE side END),
+                                                       '\$1', '%1\$s'), keys));
       END LOOP;
+      PERFORM set_config('stream_ext.ordered_reads', 'on', false);
     END LOOP;
   END LOOP;
   DEALLOCATE ALL;
@@ -166,20 +175,23 @@ echo "Reads of a $NGROUPS-group view: v (materialization (+) delta) vs v_base (m
 echo "$PAIRS pairs per query, ms per read (median), ratio = median of the paired v / v_base; $(nproc) cores,"
 echo "load average $load_before before, $load_after after"
 echo
-echo "| delta rows | query | v_base ms | v ms | v / v_base | v_noidx ms | v_noidx / v_base |"
-echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| delta rows | query | v_base ms | v ms | v / v_base | v_noidx ms | v_noidx / v_base | v_off ms | v_off / v_base |"
+echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 q -F ' | ' <<SQL | sed 's/^/| /; s/$/ |/'
 SELECT r.delta, r.query,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY b.ms)::numeric, 3),
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.ms)::numeric, 3),
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.ms / nullif(b.ms, 0))::numeric, 2),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms)::numeric, 3)::text, ''),
-       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms / nullif(b.ms, 0))::numeric, 2)::text, '')
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms / nullif(b.ms, 0))::numeric, 2)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY o.ms)::numeric, 3)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY o.ms / nullif(b.ms, 0))::numeric, 2)::text, '')
   FROM results r JOIN results b USING (delta, query, pair)
        LEFT JOIN results n ON n.delta = r.delta AND n.query = r.query AND n.pair = r.pair AND n.side = 'v_noidx'
+       LEFT JOIN results o ON o.delta = r.delta AND o.query = r.query AND o.pair = r.pair AND o.side = 'v_off'
  WHERE r.side = 'v' AND b.side = 'v_base'
  GROUP BY r.delta, r.query
- ORDER BY r.delta, array_position(ARRAY['full', 'count', 'key', 'key_prepared', 'range', 'order_key', 'order_agg'], r.query);
+ ORDER BY r.delta, array_position(ARRAY['full', 'count', 'key', 'key_prepared', 'range', 'order_key', 'order_range', 'order_agg'], r.query);
 SQL
 echo
 for d in $DELTAS; do
