@@ -41,9 +41,14 @@
  * sort the whole first branch as before (for comparisons, bench/reads.sh).
  *
  * Which relation of the parent the subquery is: the one being planned now,
- * a subquery relation without a subroot whose query reads the same first
- * relation.  When two are (a view read twice in one query), none is chosen
- * and the read is planned as before.
+ * a subquery relation without a subroot whose query starts the same way
+ * (the kind of its first range table entry, its first table).  When two do
+ * (a view read twice in one query), none is chosen and the read is planned
+ * as before.
+ *
+ * In the parent, a branch of the append relation whose ordered path costs
+ * more than a sort of its cheapest path also gets that sort as a path
+ * (add_sorted_cheapest()).
  *
  *-------------------------------------------------------------------------
  */
