@@ -31,10 +31,16 @@
 #              (PostgREST prepares its statements)
 #   range      SELECT * FROM V WHERE k BETWEEN K AND K + 99 (20 per sample)
 #   order_key  SELECT * FROM V ORDER BY k LIMIT 10        (5 per sample)
+#   order_range  SELECT * FROM V WHERE k > K ORDER BY k LIMIT 10  (20 per
+#              sample; PostgREST's k=gt.K&order=k&limit=10)
 #   order_agg  SELECT * FROM V ORDER BY s DESC LIMIT 10   (5 per sample; s has
 #              the user index of create_index)
+# Two more sides compare v with what it was before: v_old, a plain view with
+# the merged read as 0.3 wrote it before the delta's groups were left-joined
+# to their materialization rows (every query), and v_off, v's ORDER BY reads
+# with stream_ext.ordered_reads = off (query/read_order.c off).
 # Prints per delta size and query the medians (ms per read) and the median of
-# the paired ratios v / v_base (and v_noidx / v_base), the plan shape of the
+# the paired ratios v / v_base (and v_noidx, v_old, v_off / v_base), the plan shape of the
 # key read, and the load average before and after.  Only ratios from one run compare: the machine
 # may be shared.
 set -euo pipefail
@@ -86,6 +92,27 @@ CREATE VIEW v_base AS
          m.state_max_4 AS last
     FROM v_mrel m;
 
+-- the merged read of v as 0.3 wrote it before the merged delta groups were
+-- left-joined to their materialization rows: the delta's rows and the
+-- materialization rows of their groups (a semi-join) merged together
+CREATE VIEW v_old AS
+  SELECT m.k, m.state_count_1 AS n, m.state_sum_2 AS s,
+         stream_ext.finalize(m.state_avg_3, 'avg(double precision)'::regprocedure, NULL::double precision) AS a,
+         m.state_max_4 AS last
+    FROM (SELECT m.* FROM v_mrel m
+           WHERE NOT (m.k IS NULL) AND NOT EXISTS (SELECT FROM v_delta d WHERE d.k = m.k)
+          UNION ALL
+          SELECT u.k, stream_ext.merge_states(u.state_count_1, 'count()'::regprocedure),
+                 stream_ext.merge_states(u.state_sum_2, 'sum(double precision)'::regprocedure),
+                 stream_ext.merge_states(u.state_avg_3, 'avg(double precision)'::regprocedure),
+                 stream_ext.merge_states(u.state_max_4, 'max(timestamp with time zone)'::regprocedure)
+            FROM (SELECT d.* FROM v_delta d
+                  UNION ALL
+                  SELECT m.* FROM v_mrel m WHERE EXISTS (SELECT FROM v_delta d WHERE d.k = m.k)
+                  UNION ALL
+                  SELECT m.* FROM v_mrel m WHERE m.k IS NULL) u
+           GROUP BY u.k) m;
+
 -- ms per execution of sql (%s: each key of keys in turn), planning included
 CREATE FUNCTION bench_time(sql text, keys int[]) RETURNS float8 LANGUAGE plpgsql AS \$\$
 DECLARE
@@ -111,6 +138,7 @@ DECLARE
     ARRAY['key_prepared', 'EXECUTE p_%s(\$1)', '50'],
     ARRAY['range', 'SELECT * FROM %s WHERE k BETWEEN \$1 AND \$1 + 99', '20'],
     ARRAY['order_key', 'SELECT * FROM %s ORDER BY k LIMIT 10', '5'],
+    ARRAY['order_range', 'SELECT * FROM %s WHERE k > \$1 ORDER BY k LIMIT 10', '20'],
     ARRAY['order_agg', 'SELECT * FROM %s ORDER BY s DESC LIMIT 10', '5']];
   i int;
   p int;
@@ -118,18 +146,22 @@ DECLARE
   side text;
 BEGIN
   -- PostgREST's reads are prepared statements: generic plans after 5 runs
-  FOREACH side IN ARRAY ARRAY['v', 'v_noidx', 'v_base'] LOOP
+  FOREACH side IN ARRAY ARRAY['v', 'v_noidx', 'v_base', 'v_old'] LOOP
     EXECUTE format('PREPARE p_%s(int) AS SELECT * FROM %s WHERE k = \$1', side, side);
     FOR i IN 1..10 LOOP EXECUTE format('EXECUTE p_%s(%s)', side, i); END LOOP;
   END LOOP;
   FOR p IN 1..pairs LOOP
     FOR i IN 1..array_length(qs, 1) LOOP
       keys := ARRAY(SELECT 1 + floor(random() * $NGROUPS)::int FROM generate_series(1, qs[i][3]::int));
-      FOREACH side IN ARRAY CASE WHEN p % 2 = 1 THEN ARRAY['v', 'v_noidx', 'v_base'] ELSE ARRAY['v_base', 'v_noidx', 'v'] END LOOP
+      FOREACH side IN ARRAY CASE WHEN p % 2 = 1 THEN ARRAY['v', 'v_old', 'v_noidx', 'v_off', 'v_base'] ELSE ARRAY['v_base', 'v_off', 'v_noidx', 'v_old', 'v'] END LOOP
         CONTINUE WHEN side = 'v_noidx' AND qs[i][1] NOT IN ('key', 'key_prepared', 'range');
+        CONTINUE WHEN side = 'v_off' AND qs[i][1] NOT LIKE 'order%';
+        PERFORM set_config('stream_ext.ordered_reads', CASE WHEN side = 'v_off' THEN 'off' ELSE 'on' END, false);
         INSERT INTO results VALUES (delta, qs[i][1], p, side,
-                                    bench_time(replace(format(qs[i][2], side), '\$1', '%1\$s'), keys));
+                                    bench_time(replace(format(qs[i][2], CASE WHEN side = 'v_off' THEN 'v' ELSE side END),
+                                                       '\$1', '%1\$s'), keys));
       END LOOP;
+      PERFORM set_config('stream_ext.ordered_reads', 'on', false);
     END LOOP;
   END LOOP;
   DEALLOCATE ALL;
@@ -166,20 +198,26 @@ echo "Reads of a $NGROUPS-group view: v (materialization (+) delta) vs v_base (m
 echo "$PAIRS pairs per query, ms per read (median), ratio = median of the paired v / v_base; $(nproc) cores,"
 echo "load average $load_before before, $load_after after"
 echo
-echo "| delta rows | query | v_base ms | v ms | v / v_base | v_noidx ms | v_noidx / v_base |"
-echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| delta rows | query | v_base ms | v ms | v / v_base | v_noidx ms | v_noidx / v_base | v_old ms | v_old / v_base | v_off ms | v_off / v_base |"
+echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 q -F ' | ' <<SQL | sed 's/^/| /; s/$/ |/'
 SELECT r.delta, r.query,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY b.ms)::numeric, 3),
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.ms)::numeric, 3),
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.ms / nullif(b.ms, 0))::numeric, 2),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms)::numeric, 3)::text, ''),
-       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms / nullif(b.ms, 0))::numeric, 2)::text, '')
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms / nullif(b.ms, 0))::numeric, 2)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w.ms)::numeric, 3)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w.ms / nullif(b.ms, 0))::numeric, 2)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY o.ms)::numeric, 3)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY o.ms / nullif(b.ms, 0))::numeric, 2)::text, '')
   FROM results r JOIN results b USING (delta, query, pair)
        LEFT JOIN results n ON n.delta = r.delta AND n.query = r.query AND n.pair = r.pair AND n.side = 'v_noidx'
+       LEFT JOIN results w ON w.delta = r.delta AND w.query = r.query AND w.pair = r.pair AND w.side = 'v_old'
+       LEFT JOIN results o ON o.delta = r.delta AND o.query = r.query AND o.pair = r.pair AND o.side = 'v_off'
  WHERE r.side = 'v' AND b.side = 'v_base'
  GROUP BY r.delta, r.query
- ORDER BY r.delta, array_position(ARRAY['full', 'count', 'key', 'key_prepared', 'range', 'order_key', 'order_agg'], r.query);
+ ORDER BY r.delta, array_position(ARRAY['full', 'count', 'key', 'key_prepared', 'range', 'order_key', 'order_range', 'order_agg'], r.query);
 SQL
 echo
 for d in $DELTAS; do

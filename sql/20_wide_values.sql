@@ -189,7 +189,7 @@ INSERT INTO coll_p_s VALUES ('k0'), ('k1');
 \set VERBOSITY default
 INSERT INTO coll_p_s VALUES ('k0');
 INSERT INTO coll_p_s VALUES ('k0');
-TABLE coll_pair;
+TABLE coll_pair ORDER BY k;
 SELECT count(*) AS differing FROM (
   (TABLE coll_k EXCEPT ALL SELECT k, count(*) FROM coll_k_s GROUP BY k)
   UNION ALL

@@ -1619,23 +1619,62 @@ append_merged_columns(StringInfo buf, CVPlan *plan, const char *prefix)
  *	 PostgreSQL plans as a hash (or merge) anti-join for a full read and as
  *	 a nested loop probing the delta's index for a read filtered on keys --
  *	 a filter on m.k implies one on d.k.
- * - The others, and the delta's rows, are merged per group: GROUP BY the
- *	 keys (NULL keys equal), states by merge_states(), counts of
- *	 count(DISTINCT) summed.  The materialization's rows join the delta's
- *	 groups by a semi-join on the keys.
- * - Keys compared with "=" never match a NULL key: a materialization row
- *	 with a NULL key always goes to the merge (through the partial index of
+ * - The delta's groups without a NULL key are merged per group (GROUP BY
+ *	 the keys, states by merge_states(), counts of count(DISTINCT) summed)
+ *	 and joined to their materialization row, if any, by a left join on the
+ *	 keys: states combined by stream_ext.combine() -- what a compaction
+ *	 stores -- and counts added.  Each materialization row is read once,
+ *	 and the merge reads the delta's rows only.
+ * - Keys compared with "=" never match a NULL key: the groups with a NULL
+ *	 key, of the materialization (through the partial index of
  *	 cv_create_read_indexes(), or the unique btree of a single fixed-width
- *	 key), where GROUP BY meets it with the delta's rows of its group.
+ *	 key) and of the delta, are merged by GROUP BY, where NULL keys are equal.
  *
  * A key filter is pushed into every branch, so a read by key is index
- * scans of both tables (cv_create_read_indexes()).  No per-row correlated
- * subplan: it would be costed per row, and its cost alone would make
- * PostgreSQL JIT-compile a plain full read.  One statement, one snapshot: a
- * batch or a compaction is seen whole or not at all.  matrel and delta may
- * be any relation names (CTEs in changes.c): the result relies on no index.
+ * scans of both tables (cv_create_read_indexes()).  Each branch produces
+ * its rows in key order when asked to (a GROUP BY over the delta's key
+ * index, a merge or nested loop join in the order of the materialization's
+ * key index; query/read_order.c asks), so ORDER BY the keys LIMIT n merges
+ * the branches in order.  No per-row correlated subplan: it would be costed
+ * per row, and its cost alone would make PostgreSQL JIT-compile a plain
+ * full read.  One statement, one snapshot: a batch or a compaction is seen
+ * whole or not at all.  matrel and delta may be any relation names (CTEs in
+ * changes.c): the result relies on no index.
+ *
+ * Keyless views (one group): the materialization's row when the delta is
+ * empty, else the merge of the delta's rows and that row.
  */
 static void append_deferred_new_values(StringInfo buf, CVPlan *plan, const char *delta);
+
+/*
+ * ", <combined> AS col" for every aggregate of a materialization row m (all
+ * NULL when the group has none: m.<first key> IS NULL) and the merged delta
+ * row g of its group: states by stream_ext.combine(), counts of
+ * count(DISTINCT) added (a NULL side counts nothing).
+ */
+static void
+append_combined_columns(StringInfo buf, CVPlan *plan)
+{
+	const char *k1 = quote_identifier(((CVKey *) linitial(plan->keys))->colname);
+	ListCell   *lc;
+
+	foreach(lc, plan->aggs)
+	{
+		CVAgg	   *agg = lfirst(lc);
+		const char *col = quote_identifier(agg->colname);
+
+		if (agg->is_distinct)
+			appendStringInfo(buf, ", CASE WHEN m.%s IS NULL THEN g.%s WHEN g.%s IS NULL THEN m.%s"
+							 " ELSE m.%s OPERATOR(pg_catalog.+) g.%s END AS %s",
+							 col, col, col, col, col, col, col);
+		else
+			appendStringInfo(buf, ", CASE WHEN m.%s IS NULL THEN g.%s"
+							 " ELSE stream_ext.combine(m.%s, g.%s, %s::pg_catalog.regprocedure) END AS %s",
+							 k1, col, col, col,
+							 quote_literal_cstr(format_procedure_qualified(agg->aggref->aggfnoid)),
+							 col);
+	}
+}
 
 char *
 cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
@@ -1643,40 +1682,68 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 	StringInfoData buf;
 	StringInfoData eq;
 	StringInfoData mnull;
+	StringInfoData dnull;
+	StringInfoData dsrc;
 	char	   *mcols = stored_columns(plan, "m.");
+	char	   *dcols = stored_columns(plan, "d.");
 
 	initStringInfo(&buf);
 	initStringInfo(&eq);
 	initStringInfo(&mnull);
-	if (!plan->keyless)
+	initStringInfo(&dnull);
+	initStringInfo(&dsrc);
+
+	/* the delta's rows (and the rows counting its deferred distinct values) */
+	if (plan->defer_distinct)
 	{
-		append_keys_equal(&eq, plan, "d", "m");
-		append_any_key_null(&mnull, plan, "m");
+		appendStringInfo(&dsrc, "(SELECT %s FROM %s d", dcols, delta);
+		append_deferred_new_values(&dsrc, plan, delta);
+		appendStringInfoString(&dsrc, ") d");
+	}
+	else
+		appendStringInfo(&dsrc, "%s d", delta);
+
+	if (plan->keyless)
+	{
+		appendStringInfo(&buf, "(SELECT %s FROM %s m WHERE NOT EXISTS (SELECT FROM %s d)"
+						 " UNION ALL SELECT ", mcols, matrel, delta);
+		append_group_columns(&buf, plan, "u.");
+		append_merged_columns(&buf, plan, "u.");
+		appendStringInfo(&buf, " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM %s m"
+						 " WHERE EXISTS (SELECT FROM %s d)) u GROUP BY ",
+						 dcols, dsrc.data, mcols, matrel, delta);
+		append_group_columns(&buf, plan, "u.");
+		appendStringInfoChar(&buf, ')');
+		return buf.data;
 	}
 
-	/* groups without delta rows */
-	appendStringInfo(&buf, "(SELECT %s FROM %s m WHERE ", mcols, matrel);
-	if (plan->keyless)
-		appendStringInfo(&buf, "NOT EXISTS (SELECT FROM %s d)", delta);
-	else
-		appendStringInfo(&buf, "NOT %s AND NOT EXISTS (SELECT FROM %s d WHERE %s)",
-						 mnull.data, delta, eq.data);
+	append_keys_equal(&eq, plan, "d", "m");
+	append_any_key_null(&mnull, plan, "m");
+	append_any_key_null(&dnull, plan, "d");
 
-	/* groups with delta rows, and groups with a NULL key: merged */
+	/* groups without delta rows */
+	appendStringInfo(&buf, "(SELECT %s FROM %s m WHERE NOT %s AND NOT EXISTS (SELECT FROM %s d WHERE %s)",
+					 mcols, matrel, mnull.data, delta, eq.data);
+
+	/* the delta's groups, merged, with their materialization rows */
+	appendStringInfoString(&buf, " UNION ALL SELECT ");
+	append_group_columns(&buf, plan, "g.");
+	append_combined_columns(&buf, plan);
+	appendStringInfoString(&buf, " FROM (SELECT ");
+	append_group_columns(&buf, plan, "d.");
+	append_merged_columns(&buf, plan, "d.");
+	appendStringInfo(&buf, " FROM %s WHERE NOT %s GROUP BY ", dsrc.data, dnull.data);
+	append_group_columns(&buf, plan, "d.");
+	resetStringInfo(&eq);
+	append_keys_equal(&eq, plan, "g", "m");
+	appendStringInfo(&buf, ") g LEFT JOIN %s m ON %s", matrel, eq.data);
+
+	/* groups with a NULL key: merged */
 	appendStringInfoString(&buf, " UNION ALL SELECT ");
 	append_group_columns(&buf, plan, "u.");
 	append_merged_columns(&buf, plan, "u.");
-	appendStringInfo(&buf, " FROM (SELECT %s FROM %s d UNION ALL SELECT %s FROM %s m WHERE ",
-					 stored_columns(plan, "d."), delta, mcols, matrel);
-	if (plan->keyless)
-		appendStringInfo(&buf, "EXISTS (SELECT FROM %s d)", delta);
-	else
-		appendStringInfo(&buf, "EXISTS (SELECT FROM %s d WHERE %s)"
-						 " UNION ALL SELECT %s FROM %s m WHERE %s",
-						 delta, eq.data, mcols, matrel, mnull.data);
-	if (plan->defer_distinct)
-		append_deferred_new_values(&buf, plan, delta);
-	appendStringInfoString(&buf, ") u GROUP BY ");
+	appendStringInfo(&buf, " FROM (SELECT %s FROM %s WHERE %s UNION ALL SELECT %s FROM %s m WHERE %s) u GROUP BY ",
+					 dcols, dsrc.data, dnull.data, mcols, matrel, mnull.data);
 	append_group_columns(&buf, plan, "u.");
 	appendStringInfoChar(&buf, ')');
 	return buf.data;

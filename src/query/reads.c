@@ -53,6 +53,7 @@
 #include "utils/guc.h"
 #include "utils/rel.h"
 
+#include "query/read_order.h"
 #include "query/reads.h"
 
 #define SE_DELTA_MIN_PAGES 1
@@ -155,4 +156,5 @@ reads_init(void)
 							 NULL, NULL, NULL);
 	prev_get_relation_info_hook = get_relation_info_hook;
 	get_relation_info_hook = reads_get_relation_info;
+	read_order_init();
 }
