@@ -1545,6 +1545,9 @@ append_any_key_null(StringInfo buf, CVPlan *plan, const char *p)
  *	 key): a read filtered on keys finds the delta's rows of those groups,
  *	 and its anti-join of a materialization row probes the delta, instead of
  *	 scanning it.  Every row a writer appends costs an insert into it.
+ *	 With stream_ext.delta_key_index = hash, a hash index on the first key
+ *	 whatever its type: about half the cost per row appended, for reads by
+ *	 equality on that key only (a range or IS NULL scans the delta).
  * - on the materialization, unless the key is one fixed-width column (its
  *	 unique btree answers IS NULL), a partial index of the groups with a
  *	 NULL key, which every read merges: empty in the common case, and
@@ -1558,9 +1561,12 @@ cv_create_read_indexes(CVPlan *plan, Oid matrelid, Oid deltaid)
 
 	if (plan->keyless)
 		return;
-	if (stream_ext_delta_key_index)
-		(void) cv_create_key_lookup_index(plan, deltaid, NULL);
 	first = linitial(plan->keys);
+	if (stream_ext_delta_key_index == SE_DELTA_KEY_INDEX_HASH &&
+		OidIsValid(key_hash_func(first->type)))
+		(void) se_create_index(deltaid, list_make1(first->colname), "hash", false, false);
+	else if (stream_ext_delta_key_index != SE_DELTA_KEY_INDEX_OFF)
+		(void) cv_create_key_lookup_index(plan, deltaid, NULL);
 	if (list_length(plan->keys) == 1 && get_typlen(first->type) > 0)
 		return;
 	initStringInfo(&buf);
