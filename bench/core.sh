@@ -28,6 +28,9 @@
 #   w5       1 hopping-window view: stream_ext.hop(ts, '10 min', '2 min'),
 #            count(*), sum(v) by k, window (skipped when stream_ext.hop()
 #            does not exist)
+#   w1_hash, w4_hash   w1 and w4 with their views created under
+#            stream_ext.delta_key_index = hash (a hash index on the delta's
+#            first key instead of the btree on its keys)
 #   w1_noretain, w4_noretain   w1 and w4 over a stream that stores no rows
 #            (create_stream(..., retain => false)).  Their views are checked against the same query over the input
 #            rows themselves, the stream being empty.
@@ -54,6 +57,7 @@
 # Environment (all optional):
 #   BENCH_REPS=5  BENCH_ROWS_10000=500000  BENCH_ROWS_100=50000  BENCH_ROWS_1=3000
 #   BENCH_WORKLOADS="raw w1 w1_hand w1_row w2 w2_hll w3 w4 w4_hand w5 w1_noretain w4_noretain"
+#   (w1_hash w4_hash on request)
 #   BENCH_BATCHES="10000 100 1"   BENCH_ROW_TRIGGER_SHARE=4 (w1_row loads
 #   1/4 of the rows: it is slow)
 #   BENCH_REFRESH=1  BENCH_REFRESH_BASE=2000000  BENCH_REFRESH_BATCHES=3
@@ -224,6 +228,8 @@ workload_sql() {
 	case $1 in
 	raw) ;;
 	w1 | w1_noretain) echo "CREATE VIEW cv_1 WITH (continuous) AS $W1_QUERY;" ;;
+	w1_hash | w4_hash) echo "SET stream_ext.delta_key_index = hash;"; workload_sql "${1%_hash}"
+		echo "RESET stream_ext.delta_key_index;" ;;
 	w1_hand) hand_sql 1 ;;
 	w1_row) row_sql ;;
 	w2) echo "CREATE VIEW cv_1 WITH (continuous) AS $W2_QUERY;" ;;
@@ -268,7 +274,7 @@ check_sql() {
 	echo "DO \$c\$ DECLARE got bigint; BEGIN"
 	echo "  SELECT count(*) INTO got FROM ev; IF got <> $stored THEN RAISE EXCEPTION 'stream holds % rows, expected $stored', got; END IF;"
 	case $w in
-	w1 | w4 | w1_noretain | w4_noretain) q="SELECT $KEYS, $(agg_list 1) FROM $src GROUP BY k, minute" ;;
+	w1 | w4 | w1_noretain | w4_noretain | w1_hash | w4_hash) q="SELECT $KEYS, $(agg_list 1) FROM $src GROUP BY k, minute" ;;
 	w2) q=$W2_QUERY ;;
 	w2_hll)
 		# approximate: the exact columns equal, the sketch's cardinality within 5%
@@ -287,7 +293,7 @@ check_sql() {
 		echo "  SELECT count(*) INTO got FROM ((TABLE cv_1 EXCEPT ALL $q) UNION ALL ($q EXCEPT ALL TABLE cv_1)) d;"
 		echo "  IF got <> 0 THEN RAISE EXCEPTION 'cv_1 differs from its query in % rows', got; END IF;"
 	fi
-	if [[ $w == w4 || $w == w4_noretain ]]; then
+	if [[ $w == w4 || $w == w4_noretain || $w == w4_hash ]]; then
 		echo "  SELECT count(*) INTO got FROM (TABLE cv_10 EXCEPT ALL SELECT $KEYS, $(agg_list 10) FROM $src GROUP BY k, minute) d;"
 		echo "  IF got <> 0 THEN RAISE EXCEPTION 'cv_10 differs from its query in % rows', got; END IF;"
 	fi
@@ -507,7 +513,9 @@ INSERT INTO ord VALUES
   ('w4_hand', 9, 'W4 by 10 hand-written statement triggers'),
   ('w5', 10, 'W5: hopping window (10 min, slide 2 min)'),
   ('w1_noretain', 11, 'W1 over a stream that stores no rows (retain => false)'),
-  ('w4_noretain', 12, 'W4 over a stream that stores no rows (retain => false)');
+  ('w4_noretain', 12, 'W4 over a stream that stores no rows (retain => false)'),
+  ('w1_hash', 13, 'W1 with stream_ext.delta_key_index = hash'),
+  ('w4_hash', 14, 'W4 with stream_ext.delta_key_index = hash');
 CREATE FUNCTION pg_temp.ev(b int, w text) RETURNS float8 LANGUAGE sql AS
   \$\$ SELECT evs FROM r WHERE batch = b AND workload = w \$\$;
 CREATE FUNCTION pg_temp.ratio(x float8, y float8) RETURNS text LANGUAGE sql AS
@@ -569,6 +577,15 @@ SELECT format('| %s | %s | %s | %s | %s |', b,
               pg_temp.prt(b, 'w1_noretain', 'raw'), pg_temp.prt(b, 'w1_noretain', 'w1'),
               pg_temp.prt(b, 'w4_noretain', 'raw'), pg_temp.prt(b, 'w4_noretain', 'w4'))
   FROM (SELECT DISTINCT batch AS b FROM r WHERE workload LIKE '%\_noretain') s ORDER BY b DESC;
+SELECT '';
+SELECT '| batch | W1 hash / raw | W1 hash / W1 | W4 hash / raw | W4 hash / W4 |'
+ WHERE EXISTS (SELECT FROM r WHERE workload LIKE '%\_hash');
+SELECT '|------:|--------------:|-------------:|--------------:|-------------:|'
+ WHERE EXISTS (SELECT FROM r WHERE workload LIKE '%\_hash');
+SELECT format('| %s | %s | %s | %s | %s |', b,
+              pg_temp.prt(b, 'w1_hash', 'raw'), pg_temp.prt(b, 'w1_hash', 'w1'),
+              pg_temp.prt(b, 'w4_hash', 'raw'), pg_temp.prt(b, 'w4_hash', 'w4'))
+  FROM (SELECT DISTINCT batch AS b FROM r WHERE workload LIKE '%\_hash') s ORDER BY b DESC;
 SELECT '';
 SELECT '### Produce -> visible latency';
 SELECT '';

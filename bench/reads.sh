@@ -22,7 +22,8 @@
 # delta rows (batches of 1,000 groups chosen at random, compaction off),
 # ANALYZE, then BENCH_READS_PAIRS (9) pairs of timed reads, v and v_base
 # alternately first (and, for the reads by key, v_noidx: the same view made
-# with stream_ext.delta_key_index = off), each timed inside the server
+# with stream_ext.delta_key_index = off, and v_hash: made with
+# stream_ext.delta_key_index = hash), each timed inside the server
 # (plpgsql EXECUTE: planned and run, clock_timestamp() around it):
 #   full       COPY (SELECT * FROM V) TO '/dev/null'
 #   count      SELECT count(*) FROM V
@@ -40,7 +41,7 @@
 # to their materialization rows (every query), and v_off, v's ORDER BY reads
 # with stream_ext.ordered_reads = off (query/read_order.c off).
 # Prints per delta size and query the medians (ms per read) and the median of
-# the paired ratios v / v_base (and v_noidx, v_old, v_off / v_base), the plan shape of the
+# the paired ratios v / v_base (and v_noidx, v_hash, v_old, v_off / v_base), the plan shapes of the
 # key read, and the load average before and after.  Only ratios from one run compare: the machine
 # may be shared.
 set -euo pipefail
@@ -74,16 +75,22 @@ msg "loading $NGROUPS groups"
 q <<SQL >/dev/null
 CREATE EXTENSION stream_ext;
 SELECT stream_ext.create_stream('ev', 'k int, x float8, ts timestamptz');
+-- separate tables per view: the sides are compared, not shared (share_storage)
+SET stream_ext.share_storage = off;
 CREATE VIEW v WITH (continuous) AS
   SELECT k, count(*) AS n, sum(x) AS s, avg(x) AS a, max(ts) AS last FROM ev GROUP BY k;
 -- the same view without the delta's key index (reads by key scan the delta)
 SET stream_ext.delta_key_index = off;
 CREATE VIEW v_noidx WITH (continuous) AS
   SELECT k, count(*) AS n, sum(x) AS s, avg(x) AS a, max(ts) AS last FROM ev GROUP BY k;
+-- and with a hash index on the delta's first key
+SET stream_ext.delta_key_index = hash;
+CREATE VIEW v_hash WITH (continuous) AS
+  SELECT k, count(*) AS n, sum(x) AS s, avg(x) AS a, max(ts) AS last FROM ev GROUP BY k;
 RESET stream_ext.delta_key_index;
 INSERT INTO ev SELECT i, i * 0.5, '2026-01-01'::timestamptz + i * interval '1 s'
   FROM generate_series(1, $NGROUPS) AS i;
-SELECT stream_ext.compact('v'), stream_ext.compact('v_noidx');
+SELECT stream_ext.compact('v'), stream_ext.compact('v_noidx'), stream_ext.compact('v_hash');
 SELECT stream_ext.create_index('v', 's');
 -- 0.2's view: the same select list over the materialization alone
 CREATE VIEW v_base AS
@@ -146,15 +153,15 @@ DECLARE
   side text;
 BEGIN
   -- PostgREST's reads are prepared statements: generic plans after 5 runs
-  FOREACH side IN ARRAY ARRAY['v', 'v_noidx', 'v_base', 'v_old'] LOOP
+  FOREACH side IN ARRAY ARRAY['v', 'v_noidx', 'v_hash', 'v_base', 'v_old'] LOOP
     EXECUTE format('PREPARE p_%s(int) AS SELECT * FROM %s WHERE k = \$1', side, side);
     FOR i IN 1..10 LOOP EXECUTE format('EXECUTE p_%s(%s)', side, i); END LOOP;
   END LOOP;
   FOR p IN 1..pairs LOOP
     FOR i IN 1..array_length(qs, 1) LOOP
       keys := ARRAY(SELECT 1 + floor(random() * $NGROUPS)::int FROM generate_series(1, qs[i][3]::int));
-      FOREACH side IN ARRAY CASE WHEN p % 2 = 1 THEN ARRAY['v', 'v_old', 'v_noidx', 'v_off', 'v_base'] ELSE ARRAY['v_base', 'v_off', 'v_noidx', 'v_old', 'v'] END LOOP
-        CONTINUE WHEN side = 'v_noidx' AND qs[i][1] NOT IN ('key', 'key_prepared', 'range');
+      FOREACH side IN ARRAY CASE WHEN p % 2 = 1 THEN ARRAY['v', 'v_old', 'v_noidx', 'v_hash', 'v_off', 'v_base'] ELSE ARRAY['v_base', 'v_off', 'v_hash', 'v_noidx', 'v_old', 'v'] END LOOP
+        CONTINUE WHEN side IN ('v_noidx', 'v_hash') AND qs[i][1] NOT IN ('key', 'key_prepared', 'range');
         CONTINUE WHEN side = 'v_off' AND qs[i][1] NOT LIKE 'order%';
         PERFORM set_config('stream_ext.ordered_reads', CASE WHEN side = 'v_off' THEN 'off' ELSE 'on' END, false);
         INSERT INTO results VALUES (delta, qs[i][1], p, side,
@@ -171,8 +178,8 @@ SQL
 for d in $DELTAS; do
 	msg "delta of $d rows"
 	q <<SQL >/dev/null
-SELECT stream_ext.compact('v'), stream_ext.compact('v_noidx');
-VACUUM ANALYZE v_mrel, v_delta, v_noidx_mrel, v_noidx_delta;
+SELECT stream_ext.compact('v'), stream_ext.compact('v_noidx'), stream_ext.compact('v_hash');
+VACUUM ANALYZE v_mrel, v_delta, v_noidx_mrel, v_noidx_delta, v_hash_mrel, v_hash_delta;
 DO \$\$ BEGIN
   FOR b IN 1..ceil($d / 1000.0)::int LOOP
     INSERT INTO ev SELECT k, 1, '2026-06-01'
@@ -181,7 +188,7 @@ DO \$\$ BEGIN
     COMMIT;
   END LOOP;
 END \$\$;
-ANALYZE v_delta, v_noidx_delta;
+ANALYZE v_delta, v_noidx_delta, v_hash_delta;
 SELECT bench_pairs($d, 1);  -- warm-up, discarded
 DELETE FROM results WHERE delta = $d;
 SELECT bench_pairs($d, $PAIRS);
@@ -190,6 +197,9 @@ SQL
 	q -c "EXPLAIN (COSTS OFF) SELECT * FROM v WHERE k = 42" |
 		grep -o 'Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
 		tr '\n' ',' | sed 's/,$//; s/,/, /g' >"$DIR/plan.$d"
+	q -c "EXPLAIN (COSTS OFF) SELECT * FROM v_hash WHERE k = 42" |
+		grep -o 'Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
+		tr '\n' ',' | sed 's/,$//; s/,/, /g' >"$DIR/plan_hash.$d"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -198,8 +208,8 @@ echo "Reads of a $NGROUPS-group view: v (materialization (+) delta) vs v_base (m
 echo "$PAIRS pairs per query, ms per read (median), ratio = median of the paired v / v_base; $(nproc) cores,"
 echo "load average $load_before before, $load_after after"
 echo
-echo "| delta rows | query | v_base ms | v ms | v / v_base | v_noidx ms | v_noidx / v_base | v_old ms | v_old / v_base | v_off ms | v_off / v_base |"
-echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| delta rows | query | v_base ms | v ms | v / v_base | v_noidx ms | v_noidx / v_base | v_hash ms | v_hash / v_base | v_old ms | v_old / v_base | v_off ms | v_off / v_base |"
+echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 q -F ' | ' <<SQL | sed 's/^/| /; s/$/ |/'
 SELECT r.delta, r.query,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY b.ms)::numeric, 3),
@@ -207,12 +217,15 @@ SELECT r.delta, r.query,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.ms / nullif(b.ms, 0))::numeric, 2),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms)::numeric, 3)::text, ''),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY n.ms / nullif(b.ms, 0))::numeric, 2)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY h.ms)::numeric, 3)::text, ''),
+       coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY h.ms / nullif(b.ms, 0))::numeric, 2)::text, ''),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w.ms)::numeric, 3)::text, ''),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w.ms / nullif(b.ms, 0))::numeric, 2)::text, ''),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY o.ms)::numeric, 3)::text, ''),
        coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY o.ms / nullif(b.ms, 0))::numeric, 2)::text, '')
   FROM results r JOIN results b USING (delta, query, pair)
        LEFT JOIN results n ON n.delta = r.delta AND n.query = r.query AND n.pair = r.pair AND n.side = 'v_noidx'
+       LEFT JOIN results h ON h.delta = r.delta AND h.query = r.query AND h.pair = r.pair AND h.side = 'v_hash'
        LEFT JOIN results w ON w.delta = r.delta AND w.query = r.query AND w.pair = r.pair AND w.side = 'v_old'
        LEFT JOIN results o ON o.delta = r.delta AND o.query = r.query AND o.pair = r.pair AND o.side = 'v_off'
  WHERE r.side = 'v' AND b.side = 'v_base'
@@ -221,5 +234,5 @@ SELECT r.delta, r.query,
 SQL
 echo
 for d in $DELTAS; do
-	echo "delta $d ($(cat "$DIR/rows.$d") rows): plan of WHERE k = 42: $(cat "$DIR/plan.$d")"
+	echo "delta $d ($(cat "$DIR/rows.$d") rows): plan of WHERE k = 42: $(cat "$DIR/plan.$d"); v_hash: $(cat "$DIR/plan_hash.$d")"
 done

@@ -32,12 +32,17 @@
 #include "postgres.h"
 
 #include "catalog/dependency.h"
+#include "access/table.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
 
 #include "core/catalog.h"
 #include "core/security.h"
@@ -49,6 +54,7 @@
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "query/analyze.h"
+#include "query/reads.h"
 #include "query/rollup.h"
 #include "query/shared_plan.h"
 
@@ -70,6 +76,38 @@ view_can_share(ViewCatalogEntry *cat, CVPlan *plan)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Does delta deltaid have the index stream_ext.delta_key_index = on gives a
+ * view of plan's keys (cv_create_read_indexes(): a btree on the keys, a hash
+ * index when the first key is variable-width)?  A view made with hash or off
+ * keeps the delta it asked for: it neither joins nor is joined.
+ */
+static bool
+delta_has_default_index(Oid deltaid, CVPlan *plan)
+{
+	Relation	rel = table_open(deltaid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	bool		found = false;
+	ListCell   *lc;
+
+	table_close(rel, AccessShareLock);
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Oid			am;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		am = ((Form_pg_class) GETSTRUCT(tup))->relam;
+		ReleaseSysCache(tup);
+		if (am == BTREE_AM_OID ||
+			(am == HASH_AM_OID && plan->keys != NIL &&
+			 get_typlen(((CVKey *) linitial(plan->keys))->type) < 0))
+			found = true;
+	}
+	return found;
 }
 
 /* ALTER TABLE rel ADD COLUMN for each of aggs, in the materialize scope */
@@ -217,7 +255,8 @@ shared_storage_join(CVPlan *plan, Oid nspid)
 	SharedJoin *join;
 	List	   *members = NIL;
 
-	if (!stream_ext_share_storage || !catalog_has_shared_storage())
+	if (!stream_ext_share_storage || !catalog_has_shared_storage() ||
+		stream_ext_delta_key_index != SE_DELTA_KEY_INDEX_ON)
 		return NULL;
 	key = maint_share_key(GetUserId(), timezone, plan);
 	views = catalog_views_of_stream(plan->streamid, cxt);
@@ -231,7 +270,8 @@ shared_storage_join(CVPlan *plan, Oid nspid)
 			get_rel_namespace(cat->matrelid) != nspid)
 			continue;
 		other = maint_view_plan(cat, cxt, &other_key);
-		if (other_key == NULL || strcmp(other_key, key) != 0 || !view_can_share(cat, other))
+		if (other_key == NULL || strcmp(other_key, key) != 0 || !view_can_share(cat, other) ||
+			!delta_has_default_index(cat->deltaid, other))
 			continue;
 		/* a storage already there first */
 		if (found == NULL || catalog_shared_prefix(cat->viewid) != NULL)

@@ -1548,12 +1548,36 @@ append_any_key_null(StringInfo buf, CVPlan *plan, const char *p)
  *	 leading fixed-width ones, or a hash index on a variable-width first
  *	 key): a read filtered on keys finds the delta's rows of those groups,
  *	 and its anti-join of a materialization row probes the delta, instead of
- *	 scanning it.  Every row a writer appends costs an insert into it.
+ *	 scanning it.  Every row a writer appends costs an insert into it (a
+ *	 btree's without deduplication: delta_index_without_dedup()).
+ *	 With stream_ext.delta_key_index = hash, a hash index on the first key
+ *	 whatever its type: about half the cost per row appended, for reads by
+ *	 equality on that key only (a range or IS NULL scans the delta).
  * - on the materialization, unless the key is one fixed-width column (its
  *	 unique btree answers IS NULL), a partial index of the groups with a
  *	 NULL key, which every read merges: empty in the common case, and
  *	 written by compaction only.
  */
+/*
+ * A delta's btree keeps each row's entry apart (deduplicate_items = off).
+ * A delta holds several rows of a group (one per batch that touched it),
+ * and deduplication merges their entries into a posting list when a leaf
+ * page fills: work each writer pays on its inserts, to save space in an
+ * index that compaction empties anyway (about an eighth of the index's
+ * cost per row appended: docs/benchmarks.md).
+ */
+static void
+delta_index_without_dedup(Oid indexid)
+{
+	Relation	index = relation_open(indexid, AccessShareLock);
+	bool		btree = index->rd_rel->relam == BTREE_AM_OID;
+
+	relation_close(index, AccessShareLock);
+	if (btree)
+		se_run_sql(psprintf("ALTER INDEX %s SET (deduplicate_items = off)",
+							se_qualified_relname(indexid)));
+}
+
 void
 cv_create_read_indexes(CVPlan *plan, Oid matrelid, Oid deltaid)
 {
@@ -1562,9 +1586,12 @@ cv_create_read_indexes(CVPlan *plan, Oid matrelid, Oid deltaid)
 
 	if (plan->keyless)
 		return;
-	if (stream_ext_delta_key_index)
-		(void) cv_create_key_lookup_index(plan, deltaid, NULL);
 	first = linitial(plan->keys);
+	if (stream_ext_delta_key_index == SE_DELTA_KEY_INDEX_HASH &&
+		OidIsValid(key_hash_func(first->type)))
+		(void) se_create_index(deltaid, list_make1(first->colname), "hash", false, false);
+	else if (stream_ext_delta_key_index != SE_DELTA_KEY_INDEX_OFF)
+		delta_index_without_dedup(cv_create_key_lookup_index(plan, deltaid, NULL));
 	if (list_length(plan->keys) == 1 && get_typlen(first->type) > 0)
 		return;
 	initStringInfo(&buf);

@@ -38,10 +38,13 @@
  * far: one INSERT of n rows cost O(n^2) (50,000 rows 15 s, 5,000-row batches
  * 0.07 s each).  At ten pages the index probe is always cheaper.
  *
- * stream_ext.delta_key_index (bool, default on) decides whether CREATE VIEW
- * gives a view's delta its key index (cv_create_read_indexes()): reads by
- * key probe it instead of scanning the delta, and every delta row a writer
- * appends costs an index insert.
+ * stream_ext.delta_key_index (on, hash or off; default on) decides which
+ * index CREATE VIEW gives a view's delta (cv_create_read_indexes()): reads
+ * by key probe it instead of scanning the delta, and every delta row a
+ * writer appends costs an index insert.  on: the btree of
+ * cv_create_key_lookup_index() (equality, ranges, IS NULL); hash: a hash
+ * index on the first key, about half the writer's cost per entry, for
+ * equality on that key only (docs/continuous-views.md); off: none.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,7 +66,21 @@
 
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 
-bool		stream_ext_delta_key_index = true;
+int			stream_ext_delta_key_index = SE_DELTA_KEY_INDEX_ON;
+
+static const struct config_enum_entry delta_key_index_options[] = {
+	{"on", SE_DELTA_KEY_INDEX_ON, false},
+	{"hash", SE_DELTA_KEY_INDEX_HASH, false},
+	{"off", SE_DELTA_KEY_INDEX_OFF, false},
+	{"btree", SE_DELTA_KEY_INDEX_ON, true},
+	{"true", SE_DELTA_KEY_INDEX_ON, true},
+	{"false", SE_DELTA_KEY_INDEX_OFF, true},
+	{"yes", SE_DELTA_KEY_INDEX_ON, true},
+	{"no", SE_DELTA_KEY_INDEX_OFF, true},
+	{"1", SE_DELTA_KEY_INDEX_ON, true},
+	{"0", SE_DELTA_KEY_INDEX_OFF, true},
+	{NULL, 0, false}
+};
 
 /*
  * Is r (a delta-like guarded table) a hashed count(DISTINCT) side table?
@@ -146,11 +163,12 @@ reads_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 void
 reads_init(void)
 {
-	DefineCustomBoolVariable("stream_ext.delta_key_index",
-							 "Gives the deltas of continuous views created from now on an index on their keys.",
-							 "Reads filtered on keys then probe the delta instead of scanning it; writers pay an index insert per delta row.",
+	DefineCustomEnumVariable("stream_ext.delta_key_index",
+							 "The index the deltas of continuous views created from now on get: on (a btree on the keys), hash (a hash index on the first key) or off.",
+							 "Reads filtered on keys then probe the delta instead of scanning it; writers pay an index insert per delta row, about half as much for hash, which serves equality on the first key only.",
 							 &stream_ext_delta_key_index,
-							 true,
+							 SE_DELTA_KEY_INDEX_ON,
+							 delta_key_index_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
