@@ -33,4 +33,4 @@ else
 	assert_eq 1 "$(grep -c 'W5 (hopping window): not available' "$dir/out.md" || true)" "W5 reported as not available"
 fi
 assert_eq 2 "$(grep -cE '^\| (raw COPY|W1: 1 view)[^|]*\| [0-9.]+ \| [0-9.]+ \|' "$dir/out.md" || true)" "latency rows"
-assert_eq 4 "$(grep -c '^- W' "$dir/out.md" || true)" "target lines"
+assert_eq 8 "$(grep -c '^- W' "$dir/out.md" || true)" "target lines (issue #16: seven ratios and the p99)"
