@@ -199,6 +199,28 @@ RESET ROLE;
 SELECT matrel, delta FROM stream_ext.view_catalog WHERE view = 'ss.v7'::regclass;
 SELECT count(*) AS v7_members FROM stream_ext.shared_storage_members WHERE view = 'ss.v7'::regclass;
 
+-- a view made with another delta index (hash, off) keeps the delta it asked
+-- for: it neither joins a storage nor is joined by a view made later
+SET ROLE ss_owner;
+SET stream_ext.delta_key_index = hash;
+CREATE VIEW ss.v8 WITH (continuous) AS
+  SELECT k, date_bin('1 minute', ts, '2000-01-01') AS minute, max(v) AS mx
+    FROM ss.ev GROUP BY k, minute;
+SET stream_ext.delta_key_index = off;
+CREATE VIEW ss.v9 WITH (continuous) AS
+  SELECT k, date_bin('1 minute', ts, '2000-01-01') AS minute, min(v) AS mn
+    FROM ss.ev GROUP BY k, minute;
+RESET stream_ext.delta_key_index;
+RESET ROLE;
+SELECT view, matrel, delta FROM stream_ext.view_catalog
+ WHERE view IN ('ss.v8'::regclass, 'ss.v9'::regclass) ORDER BY 1;
+SELECT count(*) AS v8_v9_members FROM stream_ext.shared_storage_members
+ WHERE view IN ('ss.v8'::regclass, 'ss.v9'::regclass);
+SELECT i.relname, am.amname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+  JOIN pg_am am ON am.oid = i.relam
+ WHERE x.indrelid IN ('ss.v8_delta'::regclass, 'ss.v9_delta'::regclass) ORDER BY 1;
+DROP VIEW ss.v8, ss.v9;
+
 -- the last member takes the tables along
 DROP VIEW ss.v2, ss.v3, ss.v4, ss.v5;
 SELECT count(*) AS storages FROM stream_ext.shared_storage WHERE stream = 'ss.ev'::regclass;
