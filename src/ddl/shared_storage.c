@@ -254,6 +254,7 @@ shared_storage_join(CVPlan *plan, Oid nspid)
 	CVPlan	   *found_plan = NULL;
 	SharedJoin *join;
 	List	   *members = NIL;
+	List	   *view_plans = NIL;	/* per view of views: its plan, or NULL */
 
 	if (!stream_ext_share_storage || !catalog_has_shared_storage() ||
 		stream_ext_delta_key_index != SE_DELTA_KEY_INDEX_ON)
@@ -263,15 +264,16 @@ shared_storage_join(CVPlan *plan, Oid nspid)
 	foreach(lc, views)
 	{
 		ViewCatalogEntry *cat = lfirst(lc);
-		char	   *other_key;
-		CVPlan	   *other;
+		char	   *other_key = NULL;
+		CVPlan	   *other = NULL;
 
-		if (cat->owner != GetUserId() || !OidIsValid(cat->deltaid) ||
-			get_rel_namespace(cat->matrelid) != nspid)
-			continue;
-		other = maint_view_plan(cat, cxt, &other_key);
-		if (other_key == NULL || strcmp(other_key, key) != 0 || !view_can_share(cat, other) ||
-			!delta_has_default_index(cat->deltaid, other))
+		/* every member of a storage found gets its plan here (same owner, delta, schema) */
+		if (cat->owner == GetUserId() && OidIsValid(cat->deltaid) &&
+			get_rel_namespace(cat->matrelid) == nspid)
+			other = maint_view_plan(cat, cxt, &other_key);
+		view_plans = lappend(view_plans, other);
+		if (other == NULL || other_key == NULL || strcmp(other_key, key) != 0 ||
+			!view_can_share(cat, other) || !delta_has_default_index(cat->deltaid, other))
 			continue;
 		/* a storage already there first */
 		if (found == NULL || catalog_shared_prefix(cat->viewid) != NULL)
@@ -299,18 +301,19 @@ shared_storage_join(CVPlan *plan, Oid nspid)
 	else
 	{
 		/* every member's plan, for the storage's compaction */
-		foreach(lc, views)
+		ListCell   *lp;
+
+		forboth(lc, views, lp, view_plans)
 		{
 			ViewCatalogEntry *cat = lfirst(lc);
 			SharedMember *m;
-			char	   *other_key;
 
 			if (cat->matrelid != found->matrelid)
 				continue;
 			m = palloc0(sizeof(SharedMember));
 			m->viewid = cat->viewid;
 			m->prefix = catalog_shared_prefix(cat->viewid);
-			m->plan = maint_view_plan(cat, cxt, &other_key);
+			m->plan = lfirst(lp);
 			if (m->prefix == NULL || m->plan == NULL)
 				return NULL;
 			members = lappend(members, m);
