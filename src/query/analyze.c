@@ -1765,12 +1765,22 @@ cv_merged_source_sql(CVPlan *plan, const char *matrel, const char *delta)
 	append_keys_equal(&eq, plan, "g", "m");
 	appendStringInfo(&buf, ") g LEFT JOIN %s m ON %s", matrel, eq.data);
 
-	/* groups with a NULL key: merged */
+	/*
+	 * groups with a NULL key: merged.  The test of NULL keys is on u, not in
+	 * u's branches: PostgreSQL then pulls the branches up as members of an
+	 * append relation, each with the test and a key filter of the read as
+	 * its restrictions, and drops a member whose restrictions contradict
+	 * each other (k IS NULL AND k = $1: relation_excluded_by_constraints(),
+	 * for append members with the default constraint_exclusion = partition)
+	 * -- a read by key plans no scan and no aggregate for this branch.
+	 */
+	resetStringInfo(&mnull);
+	append_any_key_null(&mnull, plan, "u");
 	appendStringInfoString(&buf, " UNION ALL SELECT ");
 	append_group_columns(&buf, plan, "u.");
 	append_merged_columns(&buf, plan, "u.");
-	appendStringInfo(&buf, " FROM (SELECT %s FROM %s WHERE %s UNION ALL SELECT %s FROM %s m WHERE %s) u GROUP BY ",
-					 dcols, dsrc.data, dnull.data, mcols, matrel, mnull.data);
+	appendStringInfo(&buf, " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM %s m) u WHERE %s GROUP BY ",
+					 dcols, dsrc.data, mcols, matrel, mnull.data);
 	append_group_columns(&buf, plan, "u.");
 	appendStringInfoChar(&buf, ')');
 	return buf.data;

@@ -46,12 +46,30 @@
  * index on the first key, about half the writer's cost per entry, for
  * equality on that key only (docs/continuous-views.md); off: none.
  *
+ * A branch of a view's read that merges groups (GROUP BY over a UNION ALL
+ * of the delta's and the materialization's rows with a NULL key,
+ * cv_merged_source_sql()) is empty whenever its input is: a GROUP BY with
+ * grouping columns yields no row for no input row.  PostgreSQL proves the
+ * input empty for a read by key (the members' restrictions k IS NULL and
+ * k = $1 contradict each other: relation_excluded_by_constraints()) but
+ * still plans the aggregate over the empty input, and a prepared read by
+ * key then starts up (ExecInitAgg(), one transition per aggregate) and runs
+ * an aggregate, an append and its scans for nothing -- a third of the
+ * read's instructions.  set_rel_pathlist_hook marks such a branch empty
+ * (mark_dummy_rel()): the read's Append leaves it out, as it leaves out a
+ * branch proved empty by its own restrictions.  Only for members of an
+ * append relation that are subqueries reading stream_ext's tables first,
+ * with a plain GROUP BY (no grouping sets) whose every path is an
+ * aggregation of an empty relation.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/relation.h"
 #include "catalog/pg_class.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
 #include "optimizer/plancat.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
@@ -65,6 +83,7 @@
 #define SE_SIDE_MIN_TUPLES 1000
 
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
 int			stream_ext_delta_key_index = SE_DELTA_KEY_INDEX_ON;
 
@@ -160,6 +179,105 @@ reads_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 		rel->tuples = Max(rel->tuples, min_tuples);
 	}
 }
+/* Is relid a table guarded by stream_ext (materialization, delta, side table)? */
+static bool
+is_guarded(Oid relid)
+{
+	Relation	r = relation_open(relid, NoLock);	/* the planner holds a lock */
+	bool		guarded = false;
+
+	if (r->trigdesc != NULL)
+	{
+		for (int i = 0; i < r->trigdesc->numtriggers && !guarded; i++)
+			guarded = strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0;
+	}
+	relation_close(r, NoLock);
+	return guarded;
+}
+
+/*
+ * Does path yield no row: a grouping (an aggregation with grouping columns)
+ * of an empty relation (a dummy Append), through sorts and projections?
+ */
+static bool
+is_empty_grouping(Path *path)
+{
+	bool		grouped = false;
+
+	for (;;)
+	{
+		switch (nodeTag(path))
+		{
+			case T_ProjectionPath:
+				path = ((ProjectionPath *) path)->subpath;
+				break;
+			case T_SortPath:
+			case T_IncrementalSortPath:
+				path = ((SortPath *) path)->subpath;
+				break;
+			case T_AggPath:
+				if (((AggPath *) path)->aggstrategy == AGG_PLAIN ||
+					((AggPath *) path)->aggstrategy == AGG_MIXED ||
+					((AggPath *) path)->groupClause == NIL)
+					return false;
+				grouped = true;
+				path = ((AggPath *) path)->subpath;
+				break;
+			case T_GroupPath:
+				if (((GroupPath *) path)->groupClause == NIL)
+					return false;
+				grouped = true;
+				path = ((GroupPath *) path)->subpath;
+				break;
+			case T_AppendPath:
+				return grouped && IS_DUMMY_APPEND(path);
+			default:
+				return false;
+		}
+	}
+}
+
+static void
+reads_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+					   RangeTblEntry *rte)
+{
+	Query	   *sub;
+	RelOptInfo *final;
+	ListCell   *lc;
+	Oid			first = InvalidOid;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	if (rte->rtekind != RTE_SUBQUERY || rel->reloptkind != RELOPT_OTHER_MEMBER_REL ||
+		rel->subroot == NULL || rel->pathlist == NIL || IS_DUMMY_REL(rel))
+		return;
+	sub = rel->subroot->parse;
+	if (sub->groupClause == NIL || sub->groupingSets != NIL)
+		return;
+	final = fetch_upper_rel(rel->subroot, UPPERREL_FINAL, NULL);
+	if (final->pathlist == NIL)
+		return;
+	foreach(lc, final->pathlist)
+	{
+		if (!is_empty_grouping((Path *) lfirst(lc)))
+			return;
+	}
+	foreach(lc, sub->rtable)
+	{
+		RangeTblEntry *srte = lfirst_node(RangeTblEntry, lc);
+
+		if (srte->rtekind == RTE_RELATION)
+		{
+			first = srte->relid;
+			break;
+		}
+	}
+	if (!OidIsValid(first) || !is_guarded(first))
+		return;
+	mark_dummy_rel(rel);
+}
+
 void
 reads_init(void)
 {
@@ -174,5 +292,7 @@ reads_init(void)
 							 NULL, NULL, NULL);
 	prev_get_relation_info_hook = get_relation_info_hook;
 	get_relation_info_hook = reads_get_relation_info;
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = reads_set_rel_pathlist;
 	read_order_init();
 }
