@@ -50,6 +50,12 @@
  * more than a sort of its cheapest path also gets that sort as a path
  * (add_sorted_cheapest()).
  *
+ * Under a LIMIT, the subqueries of the read are planned for their first
+ * rows too (plan_first_rows()): PostgreSQL plans a subquery for all of its
+ * rows when its parent sorts or joins, and kept only a sort of the whole
+ * delta before the merged delta groups, where a GROUP BY over the delta's
+ * key index streams them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -259,6 +265,65 @@ add_sorted_cheapest(PlannerInfo *root, RelOptInfo *rel)
 	add_path(rel, (Path *) create_sort_path(root, rel, cheapest, root->query_pathkeys, -1.0));
 }
 
+/* Does root plan a query that reads a table guarded by stream_ext first? */
+static bool
+reads_guarded_first(PlannerInfo *root)
+{
+	RTEKind		kind;
+	Oid			relid = first_relation(root->parse, &kind);
+
+	return OidIsValid(relid) && is_guarded_table(relid);
+}
+
+/*
+ * In a subquery of a view's read under ORDER BY ... LIMIT n: plan for the
+ * first rows, as the query above does.  PostgreSQL plans a subquery for all
+ * of its rows when the query level above it sorts or joins
+ * (set_subquery_pathlist()), and then keeps, among the paths of one
+ * ordering, only the cheapest in total -- for the merged delta groups, a
+ * sort of the whole delta before the first group, where a GROUP BY over the
+ * delta's key index streams the groups in order.
+ *
+ * When the paths of the first base relation of such a subquery are made
+ * (before its joins and its grouping), and the query levels above it up to
+ * one with a fraction (root->tuple_fraction, LIMIT) and an ordering are all
+ * subqueries reading stream_ext's tables first (the view's branches), each
+ * of them gets that fraction: their joins and upper relations made from
+ * then on keep the paths that start fast too (consider_startup), and so
+ * does the relation this subquery is in its parent, which gets its paths
+ * when this planning ends.  The Limit above chooses by cost as always.
+ */
+static void
+plan_first_rows(PlannerInfo *root, RelOptInfo *rel, Index rti)
+{
+	PlannerInfo *limited;
+	double		fraction;
+	Oid			relid;
+	RTEKind		kind;
+	Index		prti;
+
+	if (root->parent_root == NULL || root->tuple_fraction > 0 ||
+		rel->reloptkind != RELOPT_BASEREL || !is_first_base_rel(root, rti) ||
+		!reads_guarded_first(root))
+		return;
+	for (limited = root->parent_root; limited != NULL; limited = limited->parent_root)
+	{
+		if (limited->tuple_fraction > 0)
+			break;
+		if (limited->parent_root == NULL || !reads_guarded_first(limited))
+			return;
+	}
+	if (limited == NULL || limited->query_pathkeys == NIL)
+		return;
+	fraction = limited->tuple_fraction;
+	relid = first_relation(root->parse, &kind);
+	prti = rti_in_parent(root, relid, kind);
+	if (prti != 0)
+		root->parent_root->simple_rel_array[prti]->consider_startup = true;
+	for (PlannerInfo *p = root; p != limited; p = p->parent_root)
+		p->tuple_fraction = fraction;
+}
+
 static void
 read_order_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 							RangeTblEntry *rte)
@@ -270,6 +335,9 @@ read_order_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	if (stream_ext_ordered_reads)
+		plan_first_rows(root, rel, rti);
 
 	if (stream_ext_ordered_reads && root->query_pathkeys != NIL &&
 		rte->rtekind == RTE_SUBQUERY && rel->reloptkind == RELOPT_OTHER_MEMBER_REL &&
