@@ -3,9 +3,10 @@
 -- read are planned for the first rows, as the query with the LIMIT is, so
 -- the merged delta groups stream in key order -- a GROUP BY over the
 -- delta's key index -- instead of the whole delta being sorted before the
--- first group.  Results equal the query over the stream's rows: deltas of
--- a few and of many rows, NULL keys, several keys, OFFSET, key filters,
--- prepared statements, stream_ext.ordered_reads off.
+-- first group; a range filter reaches both tables of each join
+-- (src/query/reads.c).  Results equal the query over the stream's rows:
+-- deltas of a few and of many rows, NULL keys, several keys, OFFSET, key
+-- filters, prepared statements, stream_ext.ordered_reads off.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
 SET stream_ext.compact_threshold = -1;
@@ -100,6 +101,30 @@ BEGIN
 END $$;
 SELECT line FROM r73_plan('SELECT * FROM r73_k ORDER BY k LIMIT 10') line
  WHERE line ~ 'Limit|Merge Append|Aggregate|Sort|_delta';
+
+-- a range filter of a read reaches the other table of its joins
+-- (src/query/reads.c, derive_key_ranges()): the anti-join's delta and the
+-- left join's materialization are read from K on, not from their start --
+-- each scan of a view's table, with whether its conditions hold the range
+CREATE FUNCTION r73_ranged(q text, k text) RETURNS TABLE (rel text, node text, ranged boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  p json;
+BEGIN
+  EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO p;
+  RETURN QUERY
+    WITH RECURSIVE n(node) AS (
+      SELECT p -> 0 -> 'Plan'
+      UNION ALL
+      SELECT c FROM n, json_array_elements(n.node -> 'Plans') c)
+    SELECT n.node ->> 'Alias', n.node ->> 'Node Type',
+           concat(n.node ->> 'Index Cond', n.node ->> 'Filter', n.node ->> 'Recheck Cond') LIKE '%' || k || '%'
+      FROM n WHERE n.node ->> 'Relation Name' IS NOT NULL
+     ORDER BY 1, 2;
+END $$;
+SELECT * FROM r73_ranged('SELECT * FROM r73_k WHERE k > 15000 ORDER BY k LIMIT 10', '15000');
+SELECT * FROM r73_ranged('SELECT * FROM r73_kc WHERE k >= 19990 ORDER BY k, c LIMIT 30', '19990');
+SELECT * FROM r73_ranged('SELECT * FROM r73_k WHERE k BETWEEN 5000 AND 6000 ORDER BY k LIMIT 10', '6000');
 
 -- prepared, with a generic plan (PostgREST: k=gt.K&order=k&limit=10, the
 -- limit written in the statement)

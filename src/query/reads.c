@@ -62,15 +62,30 @@
  * with a plain GROUP BY (no grouping sets) whose every path is an
  * aggregation of an empty relation.
  *
+ * The same hook gives a range filter of a read (k > K, k BETWEEN ...) to
+ * the other table of the read's anti-join and left join
+ * (derive_key_ranges()): PostgreSQL derives equalities through a join's
+ * equality, which is why a read by key probes both tables, but not ranges,
+ * and a read WHERE k > K ORDER BY k LIMIT n read the delta's and the
+ * materialization's key indexes from their start.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/stratnum.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/plancat.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/lsyscache.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
 
@@ -237,6 +252,185 @@ is_empty_grouping(Path *path)
 	}
 }
 
+/* Does q read a table guarded by stream_ext first (its first table)? */
+static bool
+query_reads_guarded_first(Query *q)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			return is_guarded(rte->relid);
+	}
+	return false;
+}
+
+/* Is node the column var (same relation and attribute, this query level)? */
+static bool
+is_same_column(Node *node, Var *var)
+{
+	Var		   *v = (Var *) node;
+
+	return node != NULL && IsA(node, Var) && v->varno == var->varno &&
+		v->varattno == var->varattno && v->varlevelsup == 0 &&
+		v->vartype == var->vartype && v->varcollid == var->varcollid;
+}
+
+/*
+ * The range filters on outer (a plain Var) among quals: "outer op value"
+ * (or "value op outer", commuted) with op a btree comparison of opfamily
+ * under the join equality's collation and value a constant or a parameter
+ * of the statement, as clauses on inner (a Var of outer's type and
+ * collation).
+ */
+static List *
+ranges_for(List *quals, Var *outer, Var *inner, Oid opfamily, Oid collation)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		Node	   *q = lfirst(lc);
+		OpExpr	   *op;
+		Node	   *left;
+		Node	   *right;
+		Oid			opno;
+		int			strategy;
+
+		if (IsA(q, RestrictInfo))
+			q = (Node *) ((RestrictInfo *) q)->clause;
+		if (!IsA(q, OpExpr) || list_length(((OpExpr *) q)->args) != 2 ||
+			((OpExpr *) q)->inputcollid != collation)
+			continue;
+		op = (OpExpr *) q;
+		left = linitial(op->args);
+		right = lsecond(op->args);
+		opno = op->opno;
+		if (!is_same_column(left, outer))
+		{
+			if (!is_same_column(right, outer) || !OidIsValid(opno = get_commutator(opno)))
+				continue;
+			right = left;
+		}
+		if (!IsA(right, Const) &&
+			!(IsA(right, Param) && ((Param *) right)->paramkind == PARAM_EXTERN))
+			continue;
+		strategy = get_op_opfamily_strategy(opno, opfamily);
+		if (strategy != BTLessStrategyNumber && strategy != BTLessEqualStrategyNumber &&
+			strategy != BTGreaterEqualStrategyNumber && strategy != BTGreaterStrategyNumber)
+			continue;
+		result = lappend(result,
+						 make_opclause(opno, BOOLOID, false, (Expr *) copyObject(inner),
+									   (Expr *) copyObject(right), InvalidOid,
+									   op->inputcollid));
+	}
+	return result;
+}
+
+/*
+ * A range filter of a read reaches the other table of its joins: rel, a
+ * table of stream_ext on the nullable side of an outer or anti join of a
+ * view's read (the delta under the anti-join of the materialization's
+ * groups without delta rows, the materialization under the left join of
+ * the merged delta groups), gets "k op value" for each filter "o.k op
+ * value" of the query (WHERE) or of the other side's table, o.k = k being
+ * a clause of that join (btree equality; op a comparison of the same
+ * operator family).  PostgreSQL derives equalities through a join's
+ * equality (a read by key probes both tables), not ranges: a read
+ * WHERE k > K ORDER BY k LIMIT n read the delta's and the
+ * materialization's key indexes from their start up to K.
+ *
+ * Exact: a row of rel that fails the range matches no row of the other
+ * side that passes it (equal keys), and the other side's rows that fail
+ * it are filtered out anyway; rel's rows are only looked up, never
+ * preserved.  rel's paths were made without the new clauses: its index
+ * paths are made again (every plan of rel applies them, as quals of the
+ * relation).
+ */
+static void
+derive_key_ranges(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+{
+	List	   *derived = NIL;
+	List	   *clauses;
+	List	   *wherequals;
+	ListCell   *lc;
+
+	if (rte->rtekind != RTE_RELATION || rel->reloptkind != RELOPT_BASEREL ||
+		root->parent_root == NULL || rel->indexlist == NIL ||
+		!query_reads_guarded_first(root->parse) || !is_guarded(rte->relid))
+		return;
+	wherequals = (List *) root->parse->jointree->quals;
+	if (wherequals != NIL && !IsA(wherequals, List))
+		wherequals = make_ands_implicit((Expr *) wherequals);
+	clauses = list_concat_copy(root->left_join_clauses, root->right_join_clauses);
+	foreach(lc, clauses)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		OpExpr	   *eq = (OpExpr *) ri->clause;
+		Var		   *inner;
+		Var		   *outer;
+		RelOptInfo *orel;
+		ListCell   *lf;
+
+		if (!IsA(eq, OpExpr) || list_length(eq->args) != 2 ||
+			!IsA(linitial(eq->args), Var) || !IsA(lsecond(eq->args), Var) ||
+			ri->mergeopfamilies == NIL)
+			continue;
+		/* the nullable side: the right one of a left_join_clause */
+		if (list_member_ptr(root->left_join_clauses, ri))
+		{
+			outer = linitial(eq->args);
+			inner = lsecond(eq->args);
+		}
+		else
+		{
+			outer = lsecond(eq->args);
+			inner = linitial(eq->args);
+		}
+		if (inner->varno != rel->relid || inner->varlevelsup != 0 ||
+			outer->varlevelsup != 0 || outer->varno == rel->relid ||
+			exprType((Node *) inner) != exprType((Node *) outer) ||
+			exprCollation((Node *) inner) != exprCollation((Node *) outer))
+			continue;
+		orel = find_base_rel(root, outer->varno);
+		foreach(lf, ri->mergeopfamilies)
+		{
+			Oid			opfamily = lfirst_oid(lf);
+
+			derived = list_concat(derived, ranges_for(wherequals, outer, inner, opfamily,
+													  eq->inputcollid));
+			derived = list_concat(derived, ranges_for(orel->baserestrictinfo, outer, inner,
+													  opfamily, eq->inputcollid));
+		}
+	}
+	if (derived == NIL)
+		return;
+	foreach(lc, derived)
+	{
+		Expr	   *clause = lfirst(lc);
+		bool		dup = false;
+		ListCell   *lb;
+
+		foreach(lb, rel->baserestrictinfo)
+			dup = dup || equal(((RestrictInfo *) lfirst(lb))->clause, clause);
+		if (dup)
+			continue;
+		rel->baserestrictinfo =
+			lappend(rel->baserestrictinfo,
+					make_restrictinfo(root, clause, true, false, false,
+									  root->qual_security_level, rel->relids,
+									  NULL, NULL));
+	}
+	/* the indexes' copies of the restrictions, the size estimate, the paths */
+	check_index_predicates(root, rel);
+	set_baserel_size_estimates(root, rel);
+	create_index_paths(root, rel);
+}
+
 static void
 reads_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					   RangeTblEntry *rte)
@@ -248,6 +442,8 @@ reads_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	derive_key_ranges(root, rel, rte);
 
 	if (rte->rtekind != RTE_SUBQUERY || rel->reloptkind != RELOPT_OTHER_MEMBER_REL ||
 		rel->subroot == NULL || rel->pathlist == NIL || IS_DUMMY_REL(rel))
