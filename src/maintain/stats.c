@@ -748,7 +748,10 @@ stream_ext_stats_info(PG_FUNCTION_ARGS)
 /*
  * The newest value of timestamptz column ATTNUM among the rows of a
  * transition table (0 if none is non-NULL).  Reads through a read pointer
- * of its own, so the maintenance statement's scan is not disturbed.
+ * of its own, so the maintenance statement's scan is not disturbed.  The
+ * column is read from each stored row with heap_getattr() -- at its cached
+ * offset when the columns before it have a fixed width and the row no
+ * NULLs -- instead of deforming every column up to it into the slot.
  */
 TimestampTz
 stats_max_timestamp(Tuplestorestate *store, TupleDesc desc, AttrNumber attnum)
@@ -765,7 +768,8 @@ stats_max_timestamp(Tuplestorestate *store, TupleDesc desc, AttrNumber attnum)
 	while (tuplestore_gettupleslot(store, true, false, slot))
 	{
 		bool		isnull;
-		Datum		d = slot_getattr(slot, attnum, &isnull);
+		Datum		d = heap_getattr(&((MinimalTupleTableSlot *) slot)->minhdr,
+									 attnum, desc, &isnull);
 
 		if (!isnull && DatumGetTimestampTz(d) > result)
 			result = DatumGetTimestampTz(d);
