@@ -54,6 +54,7 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/clauses.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -93,6 +94,7 @@ typedef struct FbColumn
 {
 	int			key;			/* >= 0: grouping column number */
 	int			agg;			/* >= 0: aggregate number */
+	ExprState  *expr;			/* else an expression of the keys, or */
 	Datum		value;			/* else this constant */
 	bool		isnull;
 } FbColumn;
@@ -117,8 +119,10 @@ struct FastBatch
 	int			generation;
 	bool		eligible;
 	const char *why;			/* why not, for DEBUG */
+	char	   *query;			/* the statement, for errors' CONTEXT */
 
 	Oid			deltaid;
+	Index		deltarti;		/* its range table index */
 	List	   *rtable;			/* for ExecCheckRTPerms() */
 	ExprContext *econtext;
 	TupleTableSlot *inslot;		/* a row of the batch */
@@ -140,7 +144,11 @@ struct FastBatch
 	int			ncols;
 	FbColumn   *cols;
 	TupleDesc	deltadesc;
-	TupleTableSlot *outslot;
+	bool		constraints;	/* NOT NULL or CHECK: ExecConstraints() */
+	bool		has_exprs;		/* some column is an expression of keys */
+	TupleTableSlot **outslots;	/* delta rows, FB_MULTI at most, made as needed */
+	int			noutslots;
+	TupleTableSlot *keyslot;	/* a group's keys, for the expressions */
 
 	MemoryContext batchcxt;		/* reset per batch */
 };
@@ -151,8 +159,17 @@ struct FastBatch
 static bool
 fb_func_bad(Oid funcid, void *context)
 {
-	return funcid >= FirstGenbkiObjectId ||
-		func_volatile(funcid) == PROVOLATILE_VOLATILE;
+	if (funcid >= FirstGenbkiObjectId)
+	{
+		/* stream_ext's own key_hash() of shared and hash-indexed deltas */
+		char	   *name = get_func_name(funcid);
+		Oid			nsp = get_namespace_oid("stream_ext", true);
+
+		return !(OidIsValid(nsp) && get_func_namespace(funcid) == nsp &&
+				 name != NULL && strcmp(name, "key_hash") == 0 &&
+				 func_volatile(funcid) == PROVOLATILE_IMMUTABLE);
+	}
+	return func_volatile(funcid) == PROVOLATILE_VOLATILE;
 }
 
 /* node types the expressions may have; Vars of level 0 and real columns */
@@ -236,6 +253,9 @@ fb_triggers_ok(Relation rel)
 	return true;
 }
 
+/* delta rows written with one heap_multi_insert() */
+#define FB_MULTI 1000
+
 #define FB_NOT(reason) do { fb->why = (reason); return; } while (0)
 
 /* compile an aggregate of the plan, or set fb->why */
@@ -316,6 +336,8 @@ fb_compile(FastBatch *fb, CachedPlan *cplan, TriggerData *trigdata)
 {
 	PlannedStmt *stmt;
 	ModifyTable *mt;
+	Plan	   *top;
+	SubqueryScan *sqs = NULL;
 	Agg		   *agg;
 	Plan	   *child;
 	NamedTuplestoreScan *scan;
@@ -339,13 +361,29 @@ fb_compile(FastBatch *fb, CachedPlan *cplan, TriggerData *trigdata)
 	if (mt->operation != CMD_INSERT || list_length(mt->resultRelations) != 1 ||
 		mt->returningLists != NIL || mt->onConflictAction != ONCONFLICT_NONE ||
 		mt->withCheckOptionLists != NIL || mt->rootRelation != 0 ||
-		mt->plan.initPlan != NIL || mt->plan.lefttree == NULL ||
-		!IsA(mt->plan.lefttree, Agg))
+		mt->plan.initPlan != NIL || mt->plan.lefttree == NULL)
+		FB_NOT("not a plain INSERT");
+	top = mt->plan.lefttree;
+	if (IsA(top, SubqueryScan))
+	{
+		/* the subquery's columns in the delta's order (and constants) */
+		sqs = (SubqueryScan *) top;
+		if (sqs->scan.plan.qual != NIL || sqs->scan.plan.initPlan != NIL)
+			FB_NOT("a subquery with a filter");
+		top = sqs->subplan;
+	}
+	if (!IsA(top, Agg))
 		FB_NOT("not an INSERT of an aggregation");
-	agg = (Agg *) mt->plan.lefttree;
+	agg = (Agg *) top;
+	/* GROUP BY () is one group, as no GROUP BY */
+	if (agg->groupingSets != NIL &&
+		!(agg->numCols == 0 && list_length(agg->groupingSets) == 1 &&
+		  linitial(agg->groupingSets) == NIL))
+		FB_NOT("grouping sets");
+	/* (each Aggref is checked to be partial below) */
 	if ((agg->aggstrategy != AGG_HASHED && agg->aggstrategy != AGG_SORTED &&
 		 agg->aggstrategy != AGG_PLAIN) ||
-		agg->aggsplit != AGGSPLIT_INITIAL_SERIAL || agg->groupingSets != NIL ||
+		(agg->aggsplit != AGGSPLIT_INITIAL_SERIAL && agg->aggsplit != AGGSPLIT_SIMPLE) ||
 		agg->chain != NIL || agg->plan.qual != NIL || agg->plan.initPlan != NIL)
 		FB_NOT("not a plain partial aggregation");
 	child = agg->plan.lefttree;
@@ -376,18 +414,18 @@ fb_compile(FastBatch *fb, CachedPlan *cplan, TriggerData *trigdata)
 	if (rte->rtekind != RTE_RELATION)
 		FB_NOT("not a table");
 	fb->deltaid = rte->relid;
+	fb->deltarti = linitial_int(mt->resultRelations);
 	delta = table_open(fb->deltaid, AccessShareLock);
 	if (delta->rd_rel->relkind != RELKIND_RELATION ||
 		delta->rd_rel->relrowsecurity ||
-		(delta->rd_att->constr &&
-		 (delta->rd_att->constr->num_check > 0 ||
-		  delta->rd_att->constr->has_not_null ||
-		  delta->rd_att->constr->has_generated_stored)) ||
+		(delta->rd_att->constr && delta->rd_att->constr->has_generated_stored) ||
 		!fb_triggers_ok(delta))
 	{
 		table_close(delta, AccessShareLock);
-		FB_NOT("a delta with triggers, row security or constraints");
+		FB_NOT("a delta with triggers, row security or generated columns");
 	}
+	fb->constraints = delta->rd_att->constr != NULL &&
+		(delta->rd_att->constr->has_not_null || delta->rd_att->constr->num_check > 0);
 	fb->deltadesc = CreateTupleDescCopy(RelationGetDescr(delta));
 	table_close(delta, AccessShareLock);
 	fb->rtable = stmt->rtable;
@@ -425,12 +463,25 @@ fb_compile(FastBatch *fb, CachedPlan *cplan, TriggerData *trigdata)
 	}
 
 	/* the delta row: keys, aggregates' states and constants */
-	foreach(lc, agg->plan.targetlist)
+	foreach(lc, sqs ? sqs->scan.plan.targetlist : agg->plan.targetlist)
 	{
 		TargetEntry *tle = lfirst(lc);
+		Expr	   *expr = tle->expr;
 
-		if (!tle->resjunk)
-			outlist = lappend(outlist, tle->expr);
+		if (tle->resjunk)
+			continue;
+		if (sqs && IsA(expr, Var))
+		{
+			Var		   *var = (Var *) expr;
+
+			if (var->varno != sqs->scan.scanrelid || var->varattno <= 0 ||
+				var->varattno > list_length(agg->plan.targetlist))
+				FB_NOT("a subquery column that is no column of the aggregation");
+			expr = ((TargetEntry *) list_nth(agg->plan.targetlist, var->varattno - 1))->expr;
+		}
+		else if (sqs && !IsA(expr, Const))
+			FB_NOT("a subquery that computes");
+		outlist = lappend(outlist, expr);
 	}
 	if (list_length(outlist) != fb->deltadesc->natts)
 		FB_NOT("not a row of the delta");
@@ -468,9 +519,29 @@ fb_compile(FastBatch *fb, CachedPlan *cplan, TriggerData *trigdata)
 			col->isnull = ((Const *) expr)->constisnull;
 		}
 		else
-			FB_NOT("a column that is neither key, aggregate nor constant");
+		{
+			/* an expression of the keys alone (stream_ext.key_hash()) */
+			List	   *vars = pull_var_clause(expr, 0);
+			ListCell   *lv;
+
+			if (!fb_expr_ok(expr) || contain_agg_clause(expr))
+				FB_NOT("a column that is neither key, aggregate nor constant");
+			foreach(lv, vars)
+			{
+				Var		   *var = lfirst(lv);
+				bool		found = false;
+
+				for (int k = 0; k < fb->nkeys; k++)
+					found |= (var->varno == OUTER_VAR && fb->keycols[k] == var->varattno);
+				if (!found)
+					FB_NOT("a column computed from other than keys");
+			}
+			col->expr = ExecInitExpr((Expr *) expr, NULL);
+			fb->has_exprs = true;
+		}
 	}
-	fb->outslot = MakeSingleTupleTableSlot(fb->deltadesc, &TTSOpsHeapTuple);
+	fb->keyslot = MakeSingleTupleTableSlot(projdesc, &TTSOpsVirtual);
+	fb->outslots = palloc0(sizeof(TupleTableSlot *) * FB_MULTI);
 	fb->batchcxt = AllocSetContextCreate(fb->cxt, "stream_ext fast batch",
 										 ALLOCSET_DEFAULT_SIZES);
 	fb->eligible = true;
@@ -601,7 +672,31 @@ fb_advance(FastBatch *fb, FbAgg *agg, FbGroup *g, int a, ExprContext *econtext)
 	g->statenulls[a] = fcinfo->isnull;
 }
 
-/* append the groups to the delta; returns how many */
+/* rows 0..n-1 of fb->outslots into the delta and its indexes */
+static void
+fb_flush(FastBatch *fb, Relation delta, ResultRelInfo *rri, EState *estate,
+		 CommandId cid, int n)
+{
+	if (n == 1)
+		table_tuple_insert(delta, fb->outslots[0], cid, 0, NULL);
+	else
+		table_multi_insert(delta, fb->outslots, n, cid, 0, NULL);
+	for (int i = 0; i < n; i++)
+	{
+		if (rri->ri_NumIndices > 0)
+		{
+			ResetPerTupleExprContext(estate);
+			(void) ExecInsertIndexTuples(rri, fb->outslots[i], estate, false, false,
+										 NULL, NIL);
+		}
+		ExecClearTuple(fb->outslots[i]);
+	}
+}
+
+/*
+ * Append the groups to the delta, FB_MULTI rows per heap_multi_insert()
+ * (as COPY does), then their index entries; returns how many.
+ */
 static uint64
 fb_write(FastBatch *fb, FbGroup *first)
 {
@@ -612,19 +707,40 @@ fb_write(FastBatch *fb, FbGroup *first)
 	Datum	   *values = palloc(sizeof(Datum) * Max(fb->ncols, 1));
 	bool	   *nulls = palloc(sizeof(bool) * Max(fb->ncols, 1));
 	uint64		n = 0;
+	int			pending = 0;
 
-	InitResultRelInfo(rri, delta, 1, NULL, 0);
+	/* (ExecConstraints()'s error names the columns the statement inserts) */
+	if (fb->constraints)
+		ExecInitRangeTable(estate, fb->rtable);
+	InitResultRelInfo(rri, delta, fb->deltarti, NULL, 0);
 	if (delta->rd_rel->relhasindex)
 		ExecOpenIndices(rri, false);
 	for (FbGroup *g = first; g; g = g->next)
 	{
 		HeapTuple	tuple;
 
+		ResetExprContext(fb->econtext);
+		if (fb->has_exprs)
+		{
+			/* the group's keys where the expressions read them */
+			ExecClearTuple(fb->keyslot);
+			memset(fb->keyslot->tts_isnull, true,
+				   sizeof(bool) * fb->keyslot->tts_tupleDescriptor->natts);
+			for (int k = 0; k < fb->nkeys; k++)
+			{
+				fb->keyslot->tts_values[fb->keycols[k] - 1] = g->keys[k];
+				fb->keyslot->tts_isnull[fb->keycols[k] - 1] = g->keynulls[k];
+			}
+			ExecStoreVirtualTuple(fb->keyslot);
+			fb->econtext->ecxt_outertuple = fb->keyslot;
+		}
 		for (int c = 0; c < fb->ncols; c++)
 		{
 			FbColumn   *col = &fb->cols[c];
 
-			if (col->key >= 0)
+			if (col->expr)
+				values[c] = ExecEvalExprSwitchContext(col->expr, fb->econtext, &nulls[c]);
+			else if (col->key >= 0)
 			{
 				values[c] = g->keys[col->key];
 				nulls[c] = g->keynulls[col->key];
@@ -640,18 +756,27 @@ fb_write(FastBatch *fb, FbGroup *first)
 				nulls[c] = col->isnull;
 			}
 		}
-		tuple = heap_form_tuple(fb->deltadesc, values, nulls);
-		ExecStoreHeapTuple(tuple, fb->outslot, true);
-		table_tuple_insert(delta, fb->outslot, cid, 0, NULL);
-		if (rri->ri_NumIndices > 0)
+		if (pending == fb->noutslots)
 		{
-			ResetPerTupleExprContext(estate);
-			(void) ExecInsertIndexTuples(rri, fb->outslot, estate, false, false,
-										 NULL, NIL);
+			MemoryContext old = MemoryContextSwitchTo(fb->cxt);
+
+			fb->outslots[fb->noutslots++] =
+				MakeSingleTupleTableSlot(fb->deltadesc, &TTSOpsHeapTuple);
+			MemoryContextSwitchTo(old);
 		}
-		ExecClearTuple(fb->outslot);
+		tuple = heap_form_tuple(fb->deltadesc, values, nulls);
+		ExecStoreHeapTuple(tuple, fb->outslots[pending], true);
+		if (fb->constraints)
+			ExecConstraints(rri, fb->outslots[pending], estate);
+		pending++;
 		n++;
+		if (pending == FB_MULTI || g->next == NULL)
+		{
+			fb_flush(fb, delta, rri, estate, cid, pending);
+			pending = 0;
+		}
 	}
+	ResetExprContext(fb->econtext);
 	if (delta->rd_rel->relhasindex)
 		ExecCloseIndices(rri);
 	FreeExecutorState(estate);
@@ -763,6 +888,26 @@ fb_aggregate(FastBatch *fb, Tuplestorestate *rows)
 }
 
 /*
+ * An error's CONTEXT names the statement as SPI's does (_SPI_error_callback),
+ * so that the batch trigger shortens it the same way (se_rethrow_short_context).
+ */
+static void
+fb_error_callback(void *arg)
+{
+	const char *query = arg;
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery(query);
+	}
+	else
+		errcontext("SQL statement \"%s\"", query);
+}
+
+/*
  * Run the batch of trigdata through plan (a kept SPI plan of a maintenance
  * statement) without the executor, if its plan qualifies; *state is the
  * compiled plan, made in a child of cxt.  Returns false when the batch
@@ -775,6 +920,7 @@ fast_batch_run(FastBatch **state, MemoryContext cxt, SPIPlanPtr plan,
 	FastBatch  *fb = *state;
 	CachedPlan *cplan;
 	MemoryContext old;
+	ErrorContextCallback errcallback;
 
 	if (!stream_ext_fast_batches || XactReadOnly)
 		return false;
@@ -800,6 +946,7 @@ fast_batch_run(FastBatch **state, MemoryContext cxt, SPIPlanPtr plan,
 		fb->plan = plan;
 		fb->cplan = cplan;
 		fb->generation = cplan->generation;
+		fb->query = pstrdup(((CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan)))->query_string);
 		fb_compile(fb, cplan, trigdata);
 		MemoryContextSwitchTo(old);
 		*state = fb;
@@ -812,6 +959,11 @@ fast_batch_run(FastBatch **state, MemoryContext cxt, SPIPlanPtr plan,
 		return false;
 	}
 
+	errcallback.callback = fb_error_callback;
+	errcallback.arg = fb->query;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
 	/* the executor's privilege check of the statement, as the owner */
 	(void) ExecCheckRTPerms(fb->rtable, true);
 
@@ -819,6 +971,7 @@ fast_batch_run(FastBatch **state, MemoryContext cxt, SPIPlanPtr plan,
 	old = MemoryContextSwitchTo(fb->batchcxt);
 	*groups = fb_aggregate(fb, trigdata->tg_newtable);
 	MemoryContextSwitchTo(old);
+	error_context_stack = errcallback.previous;
 	MemoryContextReset(fb->batchcxt);
 	ReleaseCachedPlan(cplan, CurrentResourceOwner);
 	fast_batches_run++;
