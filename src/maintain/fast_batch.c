@@ -78,6 +78,7 @@ PG_FUNCTION_INFO_V1(stream_ext_fast_batches_run);
 /* one aggregate of the statement */
 typedef struct FbAgg
 {
+	int			transno;		/* the planner's aggtransno */
 	FmgrInfo	transfn;
 	Oid			collation;
 	int			nargs;
@@ -151,6 +152,16 @@ struct FastBatch
 	TupleTableSlot *keyslot;	/* a group's keys, for the expressions */
 
 	MemoryContext batchcxt;		/* reset per batch */
+
+	/*
+	 * What the transition functions are called with as context: an
+	 * AggState whose aggregate memory is batchcxt, where the states are,
+	 * so that AggCheckCallContext() is true and the functions that can
+	 * (int4_avg_accum(), float8_accum()) update their state in place as
+	 * under nodeAgg.c, instead of copying it at every row.
+	 */
+	AggState   *aggstate;
+	ExprContext *aggcontext;
 };
 
 /* ---- is the plan simple enough? ----------------------------------------- */
@@ -508,9 +519,22 @@ fb_compile(FastBatch *fb, CachedPlan *cplan, TriggerData *trigdata)
 		}
 		else if (IsA(expr, Aggref))
 		{
+			Aggref	   *aggref = (Aggref *) expr;
+
+			/*
+			 * The planner's aggtransno: aggregates with one transition
+			 * (views of a shared storage with the same count(*)) have one
+			 * state, as in nodeAgg.c, and output it (partial, not internal)
+			 */
+			for (int a = 0; a < fb->naggs && aggref->aggtransno >= 0; a++)
+				if (fb->aggs[a].transno == aggref->aggtransno)
+					col->agg = a;
+			if (col->agg >= 0)
+				continue;
 			col->agg = fb->naggs;
-			if (!fb_compile_agg(fb, (Aggref *) expr, &fb->aggs[fb->naggs]))
+			if (!fb_compile_agg(fb, aggref, &fb->aggs[fb->naggs]))
 				return;
+			fb->aggs[fb->naggs].transno = aggref->aggtransno;
 			fb->naggs++;
 		}
 		else if (IsA(expr, Const))
@@ -544,6 +568,12 @@ fb_compile(FastBatch *fb, CachedPlan *cplan, TriggerData *trigdata)
 	fb->outslots = palloc0(sizeof(TupleTableSlot *) * FB_MULTI);
 	fb->batchcxt = AllocSetContextCreate(fb->cxt, "stream_ext fast batch",
 										 ALLOCSET_DEFAULT_SIZES);
+	fb->aggcontext = makeNode(ExprContext);
+	fb->aggcontext->ecxt_per_tuple_memory = fb->batchcxt;
+	fb->aggcontext->ecxt_per_query_memory = fb->batchcxt;
+	fb->aggstate = makeNode(AggState);
+	fb->aggstate->curaggcontext = fb->aggcontext;
+	fb->aggstate->tmpcontext = fb->econtext;
 	fb->eligible = true;
 }
 
@@ -626,7 +656,7 @@ fb_advance(FastBatch *fb, FbAgg *agg, FbGroup *g, int a, ExprContext *econtext)
 			return;
 	}
 	InitFunctionCallInfoData(*fcinfo, &agg->transfn, agg->nargs + 1,
-							 agg->collation, NULL, NULL);
+							 agg->collation, (Node *) fb->aggstate, NULL);
 	for (int i = 0; i < agg->nargs; i++)
 	{
 		fcinfo->args[i + 1].value = ExecEvalExpr(agg->args[i], econtext,
