@@ -155,6 +155,23 @@ SET stream_ext.fast_batches = off;
 SELECT takes_path('w1') AS taken_when_off;
 RESET stream_ext.fast_batches;
 
+-- views sharing one storage (W4's shape): their one INSERT takes the path
+SET stream_ext.share_storage = on;
+SELECT stream_ext.create_stream('fb.ss', 'k int, ts timestamptz, v int') \g /dev/null
+CREATE VIEW ss_a WITH (continuous) AS SELECT k, date_bin('1 minute', ts, '2000-01-01') AS minute, count(*) AS n, sum(v) AS s FROM ss GROUP BY k, minute;
+CREATE VIEW ss_b WITH (continuous) AS SELECT k, date_bin('1 minute', ts, '2000-01-01') AS minute, count(*) AS n, avg(v) AS a, min(v) AS lo FROM ss GROUP BY k, minute;
+SELECT count(*) AS members FROM stream_ext.shared_storage_members WHERE view IN ('ss_a'::regclass, 'ss_b'::regclass);
+SELECT stream_ext.fast_batches_run() AS before \gset
+INSERT INTO ss SELECT i % 7, timestamptz '2024-01-01' + i * interval '7 s', CASE WHEN i % 5 = 0 THEN NULL ELSE i END FROM generate_series(1, 1000) i;
+INSERT INTO ss VALUES (NULL, NULL, NULL);
+SELECT stream_ext.fast_batches_run() - :before AS fast_units;
+SELECT (SELECT count(*) FROM (TABLE ss_a EXCEPT ALL SELECT k, date_bin('1 minute', ts, '2000-01-01'), count(*), sum(v) FROM ss GROUP BY 1, 2) d) AS a_differing,
+       (SELECT count(*) FROM (SELECT k, date_bin('1 minute', ts, '2000-01-01'), count(*), sum(v) FROM ss GROUP BY 1, 2 EXCEPT ALL TABLE ss_a) d) AS a_missing,
+       (SELECT count(*) FROM (TABLE ss_b EXCEPT ALL SELECT k, date_bin('1 minute', ts, '2000-01-01'), count(*), avg(v), min(v) FROM ss GROUP BY 1, 2) d) AS b_differing,
+       (SELECT count(*) FROM (SELECT k, date_bin('1 minute', ts, '2000-01-01'), count(*), avg(v), min(v) FROM ss GROUP BY 1, 2 EXCEPT ALL TABLE ss_b) d) AS b_missing,
+       (SELECT count(*) FROM ss_a) AS a_rows;
+SET stream_ext.share_storage = off;
+
 -- errors are the executor's: an overflow in a state, a division by zero in a key
 SELECT stream_ext.create_stream('fb.err', 'k int, x float8') \g /dev/null
 CREATE VIEW err_v WITH (continuous) AS SELECT 100 / k AS b, sum(x) AS s, count(*) AS n FROM err GROUP BY 1;
