@@ -12,28 +12,33 @@
  *	  from the plan cache at every batch, so it is replanned and
  *	  revalidated as before) by hand, when it has the simple shape
  *
- *	    ModifyTable (INSERT, one plain table, no RETURNING/ON CONFLICT)
- *	      Agg (hashed, sorted or plain; AGGSPLIT_INITIAL_SERIAL)
- *	        [Sort]
- *	          Named Tuplestore Scan (qual: the view's WHERE)
+ *	    ModifyTable (INSERT into one plain table, no RETURNING/ON CONFLICT)
+ *	      [Subquery Scan: the delta's columns in its order]
+ *	        Agg (hashed, sorted or plain; partial or without aggregates)
+ *	          [Sort]
+ *	            Named Tuplestore Scan (qual: the view's WHERE)
  *
  *	  with expressions over the stream's columns made of built-in,
- *	  non-volatile functions only, aggregates built in with a transition
- *	  state that is not "internal" (count, sum/avg of int2/int4/float,
- *	  min/max, ...; no DISTINCT or ORDER BY inside), and a delta without
- *	  triggers (but stream_ext's guard), row security, CHECK or NOT NULL
- *	  constraints.  The plan's expressions (the scan's target list and
- *	  qual, the aggregates' arguments and FILTERs) are compiled once into
- *	  ExprStates, and recompiled when the plan cache hands out another
- *	  plan.  Per batch: the range table's privileges are checked as the
- *	  executor does (ExecCheckRTPerms, as the owner), the rows are read
- *	  from the transition table, grouped in a hash table with the
- *	  grouping operators' hash and equality functions, and each aggregate's
- *	  transition function is called as nodeAgg.c calls it (a strict one
- *	  skips NULL inputs, and without an initial value takes the first
- *	  input as its state); the states are the columns of the delta rows,
- *	  inserted with table_tuple_insert() and their index entries with
+ *	  non-volatile functions (and stream_ext.key_hash()), aggregates built
+ *	  in with a transition state that is neither "internal" nor
+ *	  polymorphic (count, sum/avg of int2/int4/float, min/max, ...; no
+ *	  DISTINCT or ORDER BY inside), and a delta without triggers (but
+ *	  stream_ext's guard), row security or generated columns.  The plan's
+ *	  expressions (the scan's target list and qual, the aggregates'
+ *	  arguments and FILTERs, expressions of the keys in the delta row) are
+ *	  compiled once into ExprStates, and recompiled when the plan cache
+ *	  hands out another plan.  Per batch: the range table's privileges
+ *	  are checked as the executor does (ExecCheckRTPerms, as the owner),
+ *	  the rows are read from the transition table, grouped in a hash table
+ *	  with the grouping operators' hash and equality functions, and each
+ *	  aggregate's transition function is called as nodeAgg.c calls it (a
+ *	  strict one skips NULL inputs, and without an initial value takes the
+ *	  first input as its state; one state per transition the planner
+ *	  shares); the states are the columns of the delta rows, checked by
+ *	  ExecConstraints() when the delta has NOT NULL or CHECK constraints,
+ *	  inserted with heap_multi_insert() and their index entries with
  *	  ExecInsertIndexTuples().  Anything else runs the statement with SPI.
+ *	  See docs/internals.md, "Batches without the executor".
  *
  *-------------------------------------------------------------------------
  */
