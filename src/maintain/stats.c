@@ -119,6 +119,8 @@ typedef struct PendingStats
 	Oid			streamid;
 	int			nestlevel;
 	StatsCounters c;
+	bool		flushed;		/* flush_pending(): folded under the
+								 * shared lock */
 } PendingStats;
 
 static bool track_stats = true;
@@ -249,14 +251,36 @@ init_entry(StatsEntry *e, Oid streamid)
 	e->backlog_known = false;
 }
 
+/* fold pending report p into its shared entry e (the lock held) */
+static void
+flush_one(StatsEntry *e, PendingStats *p, TimestampTz now)
+{
+	SpinLockAcquire(&e->mutex);
+	if (OidIsValid(p->streamid))
+		e->streamid = p->streamid;
+	merge_counters(&e->c, &p->c);
+	update_delta_since(&e->c, &p->c, now);
+	e->c.drained_at = 0;
+	e->backlog = Max(e->backlog - p->c.compacted_rows, 0);
+	SpinLockRelease(&e->mutex);
+}
+
+/*
+ * Fold this transaction's reports into the shared table: all of those
+ * whose views have an entry under one shared lock (a transaction that fed
+ * ten views takes it once, not ten times), then, under the exclusive lock,
+ * those that need one made.
+ */
 static void
 flush_pending(void)
 {
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
+	bool		missing = false;
 
 	if (stats_hash == NULL)
 		return;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
 	foreach(lc, pending)
 	{
 		PendingStats *p = lfirst(lc);
@@ -270,37 +294,43 @@ flush_pending(void)
 			p->c.last_at = now;
 		if (p->c.compactions > 0)
 			p->c.compacted_at = now;
-
-		LWLockAcquire(stats_shared->lock, LW_SHARED);
 		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+		p->flushed = (e != NULL);
+		if (e != NULL)
+			flush_one(e, p, now);
+		else
+			missing = true;
+	}
+	LWLockRelease(stats_shared->lock);
+	if (!missing)
+		return;
+
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	foreach(lc, pending)
+	{
+		PendingStats *p = lfirst(lc);
+		StatsKey	key;
+		StatsEntry *e;
+		bool		found;
+
+		if (p->flushed)
+			continue;
+		memset(&key, 0, sizeof(key));
+		key.dbid = MyDatabaseId;
+		key.viewid = p->viewid;
+		e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
 		if (e == NULL)
 		{
-			bool		found;
-
-			LWLockRelease(stats_shared->lock);
-			LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
-			e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
-			if (e == NULL)
-			{
-				SpinLockAcquire(&stats_shared->mutex);
-				stats_shared->dropped += p->c.batches;
-				SpinLockRelease(&stats_shared->mutex);
-				LWLockRelease(stats_shared->lock);
-				continue;
-			}
-			if (!found)
-				init_entry(e, p->streamid);
+			SpinLockAcquire(&stats_shared->mutex);
+			stats_shared->dropped += p->c.batches;
+			SpinLockRelease(&stats_shared->mutex);
+			continue;
 		}
-		SpinLockAcquire(&e->mutex);
-		if (OidIsValid(p->streamid))
-			e->streamid = p->streamid;
-		merge_counters(&e->c, &p->c);
-		update_delta_since(&e->c, &p->c, now);
-		e->c.drained_at = 0;
-		e->backlog = Max(e->backlog - p->c.compacted_rows, 0);
-		SpinLockRelease(&e->mutex);
-		LWLockRelease(stats_shared->lock);
+		if (!found)
+			init_entry(e, p->streamid);
+		flush_one(e, p, now);
 	}
+	LWLockRelease(stats_shared->lock);
 }
 
 /*
@@ -718,7 +748,10 @@ stream_ext_stats_info(PG_FUNCTION_ARGS)
 /*
  * The newest value of timestamptz column ATTNUM among the rows of a
  * transition table (0 if none is non-NULL).  Reads through a read pointer
- * of its own, so the maintenance statement's scan is not disturbed.
+ * of its own, so the maintenance statement's scan is not disturbed.  The
+ * column is read from each stored row with heap_getattr() -- at its cached
+ * offset when the columns before it have a fixed width and the row no
+ * NULLs -- instead of deforming every column up to it into the slot.
  */
 TimestampTz
 stats_max_timestamp(Tuplestorestate *store, TupleDesc desc, AttrNumber attnum)
@@ -735,7 +768,8 @@ stats_max_timestamp(Tuplestorestate *store, TupleDesc desc, AttrNumber attnum)
 	while (tuplestore_gettupleslot(store, true, false, slot))
 	{
 		bool		isnull;
-		Datum		d = slot_getattr(slot, attnum, &isnull);
+		Datum		d = heap_getattr(&((MinimalTupleTableSlot *) slot)->minhdr,
+									 attnum, desc, &isnull);
 
 		if (!isnull && DatumGetTimestampTz(d) > result)
 			result = DatumGetTimestampTz(d);

@@ -168,6 +168,29 @@ find_calls_walker(Node *node, FindContext *cx)
 	return expression_tree_walker(node, find_calls_walker, (void *) cx);
 }
 
+/*
+ * Does query level q hold a subquery?  An analyzed query holds other
+ * Query nodes only in its range table (RTE_SUBQUERY: a FROM subquery, a
+ * view the rewriter expanded), its CTEs and its sublinks (hasSubLinks,
+ * also set for the sublinks of security quals the rewriter adds).  Most
+ * statements -- an INSERT ... VALUES into a stream -- have none: the
+ * planner hook runs for every statement, and this spares it the walk.
+ */
+static bool
+has_subqueries(Query *q)
+{
+	ListCell   *lc;
+
+	if (q->hasSubLinks || q->cteList != NIL)
+		return true;
+	foreach(lc, q->rtable)
+	{
+		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
+			return true;
+	}
+	return false;
+}
+
 /* recurse into every subquery: FROM, CTEs, sublinks */
 static bool
 subqueries_walker(Node *node, void *context)
@@ -485,7 +508,8 @@ rewrite_query(Query *q)
 	int			varno;
 
 	/* inner levels first (their own combine() calls) */
-	(void) query_tree_walker(q, subqueries_walker, NULL, 0);
+	if (has_subqueries(q))
+		(void) query_tree_walker(q, subqueries_walker, NULL, 0);
 	if (!q->hasAggs && !q->hasWindowFuncs)
 		return;
 	(void) query_tree_walker(q, find_calls_walker, (void *) &fcx, QTW_IGNORE_RANGE_TABLE);
