@@ -63,6 +63,7 @@
 #include "core/util.h"
 #include "maintain/changes.h"
 #include "maintain/compact.h"
+#include "maintain/fast_batch.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
@@ -262,6 +263,8 @@ typedef struct MaintView
 	TimestampTz next_expiry;	/* sliding windows: see windows/windows.c */
 	LatenessInfo *lateness;		/* allowed_lateness: see windows/lateness.c */
 	ChangesInfo *changes;		/* changes = true: see maintain/changes.c */
+	FastBatch  *fast[2];		/* its statement without the executor, for
+								 * small and other batches (fast_batch.c) */
 } MaintView;
 
 /* ---- row-level security ------------------------------------------------ */
@@ -458,6 +461,7 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 	TimestampTz wm = 0;
 	bool		wm_isnull = true;
 	uint64		groups = 0;
+	List	   *plans;
 	ListCell   *lc;
 
 	if (view->lateness)
@@ -468,9 +472,18 @@ maint_run(SeBatchEntry *entry, TriggerData *trigdata)
 	}
 	if (view->changes)
 		changes_begin_batch(view->changes);
-	foreach(lc, se_batch_plans(entry, trigdata))
+	plans = se_batch_plans(entry, trigdata);
+	foreach(lc, plans)
 	{
-		int			rc = SPI_execute_plan(lfirst(lc), params, nulls, false, 0);
+		int			rc;
+
+		/* the maintenance statement, if simple, without the executor */
+		if (foreach_current_index(lc) == 0 && !view->lateness && !view->changes &&
+			!view->cat.has_ttl &&
+			fast_batch_run(&view->fast[plans == entry->small_plans], entry->cxt,
+						   lfirst(lc), trigdata, &groups))
+			continue;
+		rc = SPI_execute_plan(lfirst(lc), params, nulls, false, 0);
 
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
@@ -532,6 +545,8 @@ typedef struct MaintGroup
 								 * result (members of one shared storage
 								 * have one); NULL: shared_sql is one
 								 * INSERT of them all */
+	FastBatch  *fast[2];		/* that INSERT without the executor, for
+								 * small and other batches (fast_batch.c) */
 
 	/* this batch */
 	bool	   *skip;			/* invalid, or lost a privilege */
@@ -648,9 +663,24 @@ group_run(SeBatchEntry *entry, TriggerData *trigdata)
 	if (all)
 	{
 		/* one statement: the shared aggregation and every view's store */
-		int			rc = SPI_execute_plan(linitial(plans), NULL, NULL, false, 0);
+		int			rc;
+		uint64		groups;
 
-		if (group->store_of == NULL)
+		/* one shared storage's INSERT, if simple, without the executor */
+		if (group->store_of == NULL &&
+			fast_batch_run(&group->fast[plans == entry->small_plans], entry->cxt,
+						   linitial(plans), trigdata, &groups))
+		{
+			for (int i = 0; i < group->nviews; i++)
+				group->groups[i] = groups;
+			rc = -1;
+		}
+		else
+			rc = SPI_execute_plan(linitial(plans), NULL, NULL, false, 0);
+
+		if (rc == -1)
+			;
+		else if (group->store_of == NULL)
 		{
 			/* one shared storage: one INSERT for all (group_statement()) */
 			if (rc != SPI_OK_INSERT)
@@ -1296,4 +1326,5 @@ maintain_init(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = stream_ext_planner;
+	fast_batch_define_gucs();
 }

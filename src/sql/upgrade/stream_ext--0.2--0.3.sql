@@ -795,3 +795,9 @@ CREATE INDEX ON stream_ext.shared_storage_members (matrel);
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.shared_storage', '');
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.shared_storage_members', '');
 GRANT SELECT ON stream_ext.shared_storage, stream_ext.shared_storage_members TO PUBLIC;
+-- How many maintenance statements this backend ran without the executor
+-- (maintain/fast_batch.c).
+CREATE FUNCTION stream_ext.fast_batches_run()
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'stream_ext_fast_batches_run'
+    LANGUAGE C VOLATILE;
