@@ -70,26 +70,11 @@
 #include "utils/rel.h"
 
 #include "query/read_order.h"
+#include "query/reads.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
 static bool stream_ext_ordered_reads = true;
-
-/* Is relid a table guarded by stream_ext (materialization, delta, side table)? */
-static bool
-is_guarded_table(Oid relid)
-{
-	Relation	r = relation_open(relid, NoLock);	/* the planner holds a lock */
-	bool		guarded = false;
-
-	if (r->trigdesc != NULL)
-	{
-		for (int i = 0; i < r->trigdesc->numtriggers && !guarded; i++)
-			guarded = strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0;
-	}
-	relation_close(r, NoLock);
-	return guarded;
-}
 
 /*
  * What tells a subquery of a view's read apart from the other subqueries of
@@ -272,7 +257,7 @@ reads_guarded_first(PlannerInfo *root)
 	RTEKind		kind;
 	Oid			relid = first_relation(root->parse, &kind);
 
-	return OidIsValid(relid) && is_guarded_table(relid);
+	return OidIsValid(relid) && se_is_guarded_table(relid);
 }
 
 /*
@@ -342,7 +327,7 @@ read_order_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (stream_ext_ordered_reads && root->query_pathkeys != NIL &&
 		rte->rtekind == RTE_SUBQUERY && rel->reloptkind == RELOPT_OTHER_MEMBER_REL &&
 		rel->subroot != NULL && OidIsValid(relid = first_relation(rte->subquery, &kind)) &&
-		is_guarded_table(relid))
+		se_is_guarded_table(relid))
 		add_sorted_cheapest(root, rel);
 
 	if (!stream_ext_ordered_reads ||
@@ -351,7 +336,7 @@ read_order_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		rel->reloptkind != RELOPT_BASEREL || !is_first_base_rel(root, rti))
 		return;
 	relid = first_relation(root->parse, &kind);
-	if (!OidIsValid(relid) || !is_guarded_table(relid))
+	if (!OidIsValid(relid) || !se_is_guarded_table(relid))
 		return;
 	prti = rti_in_parent(root, relid, kind);
 	if (prti == 0)

@@ -157,11 +157,7 @@ floor_pages(Oid relid, RelOptInfo *rel, double *min_tuples)
 			return 0;
 	}
 	r = relation_open(relid, NoLock);	/* the planner holds a lock */
-	if (r->rd_rel->relkind == RELKIND_RELATION && r->trigdesc != NULL)
-	{
-		for (int i = 0; i < r->trigdesc->numtriggers && !guarded; i++)
-			guarded = strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0;
-	}
+	guarded = r->rd_rel->relkind == RELKIND_RELATION && se_rel_is_guarded(r);
 	if (guarded && is_hashed_side_table(r))
 	{
 		pages = SE_SIDE_MIN_PAGES;
@@ -194,18 +190,27 @@ reads_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 		rel->tuples = Max(rel->tuples, min_tuples);
 	}
 }
-/* Is relid a table guarded by stream_ext (materialization, delta, side table)? */
-static bool
-is_guarded(Oid relid)
+/* Has r stream_ext's guard trigger (materialization, delta, side table)? */
+bool
+se_rel_is_guarded(Relation r)
 {
-	Relation	r = relation_open(relid, NoLock);	/* the planner holds a lock */
-	bool		guarded = false;
-
-	if (r->trigdesc != NULL)
+	if (r->trigdesc == NULL)
+		return false;
+	for (int i = 0; i < r->trigdesc->numtriggers; i++)
 	{
-		for (int i = 0; i < r->trigdesc->numtriggers && !guarded; i++)
-			guarded = strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0;
+		if (strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0)
+			return true;
 	}
+	return false;
+}
+
+/* Is relid a table guarded by stream_ext?  The caller holds a lock on it. */
+bool
+se_is_guarded_table(Oid relid)
+{
+	Relation	r = relation_open(relid, NoLock);
+	bool		guarded = se_rel_is_guarded(r);
+
 	relation_close(r, NoLock);
 	return guarded;
 }
@@ -263,7 +268,7 @@ query_reads_guarded_first(Query *q)
 		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
 
 		if (rte->rtekind == RTE_RELATION)
-			return is_guarded(rte->relid);
+			return se_is_guarded_table(rte->relid);
 	}
 	return false;
 }
@@ -361,7 +366,7 @@ derive_key_ranges(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 
 	if (rte->rtekind != RTE_RELATION || rel->reloptkind != RELOPT_BASEREL ||
 		root->parent_root == NULL || rel->indexlist == NIL ||
-		!query_reads_guarded_first(root->parse) || !is_guarded(rte->relid))
+		!query_reads_guarded_first(root->parse) || !se_is_guarded_table(rte->relid))
 		return;
 	wherequals = (List *) root->parse->jointree->quals;
 	if (wherequals != NIL && !IsA(wherequals, List))
@@ -469,7 +474,7 @@ reads_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 			break;
 		}
 	}
-	if (!OidIsValid(first) || !is_guarded(first))
+	if (!OidIsValid(first) || !se_is_guarded_table(first))
 		return;
 	mark_dummy_rel(rel);
 }
