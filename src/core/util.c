@@ -11,6 +11,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -25,6 +26,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
@@ -247,6 +249,31 @@ se_create_guard_trigger(Oid relid)
 									   TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE |
 									   TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE,
 									   "guard_materialization", NULL, NULL);
+}
+
+/* Has r stream_ext's guard trigger (materialization, delta, side table)? */
+bool
+se_rel_is_guarded(Relation r)
+{
+	if (r->trigdesc == NULL)
+		return false;
+	for (int i = 0; i < r->trigdesc->numtriggers; i++)
+	{
+		if (strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Is relid a table guarded by stream_ext?  The caller holds a lock on it. */
+bool
+se_is_guarded_table(Oid relid)
+{
+	Relation	r = relation_open(relid, NoLock);
+	bool		guarded = se_rel_is_guarded(r);
+
+	relation_close(r, NoLock);
+	return guarded;
 }
 
 /* run one generated statement through SPI (connected); errors are ERROR */

@@ -12,6 +12,7 @@
 
 #include "catalog/dependency.h"
 #include "datatype/timestamp.h"
+#include "utils/relcache.h"
 
 /* the column every stream gets, filled at insert (ddl/stream.c) */
 #define STREAM_ARRIVAL_COLUMN "arrival_timestamp"
@@ -58,6 +59,8 @@ extern Oid	se_create_statement_trigger(Oid relid, const char *trigname,
 extern Oid	se_create_index(Oid relid, List *columns, const char *method,
 							bool unique, bool nulls_not_distinct);
 extern void se_create_guard_trigger(Oid relid);
+extern bool se_rel_is_guarded(Relation r);
+extern bool se_is_guarded_table(Oid relid);
 extern void se_run_sql(const char *sql);
 extern char *se_operator_sql(Oid opid);
 

@@ -69,8 +69,8 @@
 #include "utils/guc.h"
 #include "utils/rel.h"
 
+#include "core/util.h"
 #include "query/read_order.h"
-#include "query/reads.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 

@@ -90,6 +90,7 @@
 #include "utils/rel.h"
 
 #include "query/read_order.h"
+#include "core/util.h"
 #include "query/reads.h"
 
 #define SE_DELTA_MIN_PAGES 1
@@ -190,31 +191,6 @@ reads_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 		rel->tuples = Max(rel->tuples, min_tuples);
 	}
 }
-/* Has r stream_ext's guard trigger (materialization, delta, side table)? */
-bool
-se_rel_is_guarded(Relation r)
-{
-	if (r->trigdesc == NULL)
-		return false;
-	for (int i = 0; i < r->trigdesc->numtriggers; i++)
-	{
-		if (strcmp(r->trigdesc->triggers[i].tgname, "stream_ext_guard") == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Is relid a table guarded by stream_ext?  The caller holds a lock on it. */
-bool
-se_is_guarded_table(Oid relid)
-{
-	Relation	r = relation_open(relid, NoLock);
-	bool		guarded = se_rel_is_guarded(r);
-
-	relation_close(r, NoLock);
-	return guarded;
-}
-
 /*
  * Does path yield no row: a grouping (an aggregation with grouping columns)
  * of an empty relation (a dummy Append), through sorts and projections?

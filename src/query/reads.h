@@ -1,15 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * reads.h
- *	  The planner's size estimate of views' deltas and the shape of
- *	  views' reads (query/reads.c).
+ *	  The planner's size estimate of views' deltas (query/reads.c).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef STREAM_EXT_QUERY_READS_H
 #define STREAM_EXT_QUERY_READS_H
-
-#include "utils/relcache.h"
 
 /* stream_ext.delta_key_index: the index CREATE VIEW gives a delta */
 typedef enum SeDeltaKeyIndex
@@ -22,7 +19,5 @@ typedef enum SeDeltaKeyIndex
 extern int	stream_ext_delta_key_index;
 
 extern void reads_init(void);
-extern bool se_rel_is_guarded(Relation r);
-extern bool se_is_guarded_table(Oid relid);
 
 #endif							/* STREAM_EXT_QUERY_READS_H */
