@@ -67,6 +67,18 @@ typedef struct StatsKey
 	Oid			viewid;
 } StatsKey;
 
+/* the key of view viewid of this database (padding zeroed: it is hashed) */
+static inline StatsKey
+view_key(Oid viewid)
+{
+	StatsKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.viewid = viewid;
+	return key;
+}
+
 typedef struct StatsCounters
 {
 	int64		rows;
@@ -287,9 +299,7 @@ flush_pending(void)
 		StatsKey	key;
 		StatsEntry *e;
 
-		memset(&key, 0, sizeof(key));
-		key.dbid = MyDatabaseId;
-		key.viewid = p->viewid;
+		key = view_key(p->viewid);
 		if (p->c.batches > 0)
 			p->c.last_at = now;
 		if (p->c.compactions > 0)
@@ -315,9 +325,7 @@ flush_pending(void)
 
 		if (p->flushed)
 			continue;
-		memset(&key, 0, sizeof(key));
-		key.dbid = MyDatabaseId;
-		key.viewid = p->viewid;
+		key = view_key(p->viewid);
 		e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
 		if (e == NULL)
 		{
@@ -358,9 +366,7 @@ backlog_apply(int sign)
 
 		if (p->c.groups == 0)
 			continue;
-		memset(&key, 0, sizeof(key));
-		key.dbid = MyDatabaseId;
-		key.viewid = p->viewid;
+		key = view_key(p->viewid);
 		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
 		if (e == NULL && sign > 0)
 		{
@@ -560,9 +566,7 @@ stats_report_compaction_error(Oid viewid, const char *msg)
 
 	if (!track_stats || stats_hash == NULL)
 		return;
-	memset(&key, 0, sizeof(key));
-	key.dbid = MyDatabaseId;
-	key.viewid = viewid;
+	key = view_key(viewid);
 	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
 	e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
 	if (e != NULL)
@@ -600,9 +604,7 @@ stats_delta_backlog(Oid viewid, int64 *rows)
 
 	if (!stats_tracking())
 		return false;
-	memset(&key, 0, sizeof(key));
-	key.dbid = MyDatabaseId;
-	key.viewid = viewid;
+	key = view_key(viewid);
 	LWLockAcquire(stats_shared->lock, LW_SHARED);
 	e = hash_search(stats_hash, &key, HASH_FIND, NULL);
 	if (e != NULL)
@@ -712,9 +714,7 @@ stream_ext_view_stats_raw(PG_FUNCTION_ARGS)
 		{
 			StatsKey	key;
 
-			memset(&key, 0, sizeof(key));
-			key.dbid = MyDatabaseId;
-			key.viewid = lfirst_oid(lc);
+			key = view_key(lfirst_oid(lc));
 			hash_search(stats_hash, &key, HASH_REMOVE, NULL);
 		}
 		LWLockRelease(stats_shared->lock);
