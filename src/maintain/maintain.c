@@ -663,33 +663,30 @@ group_run(SeBatchEntry *entry, TriggerData *trigdata)
 	if (all)
 	{
 		/* one statement: the shared aggregation and every view's store */
-		int			rc;
-		uint64		groups;
-
-		/* one shared storage's INSERT, if simple, without the executor */
-		if (group->store_of == NULL &&
-			fast_batch_run(&group->fast[plans == entry->small_plans], entry->cxt,
-						   linitial(plans), trigdata, &groups))
+		if (group->store_of == NULL)
 		{
+			/*
+			 * One shared storage: one INSERT for all (group_statement()),
+			 * without the executor if simple.
+			 */
+			uint64		groups;
+
+			if (!fast_batch_run(&group->fast[plans == entry->small_plans], entry->cxt,
+								linitial(plans), trigdata, &groups))
+			{
+				int			rc = SPI_execute_plan(linitial(plans), NULL, NULL, false, 0);
+
+				if (rc != SPI_OK_INSERT)
+					elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
+				groups = SPI_processed;
+			}
 			for (int i = 0; i < group->nviews; i++)
 				group->groups[i] = groups;
-			rc = -1;
 		}
 		else
-			rc = SPI_execute_plan(linitial(plans), NULL, NULL, false, 0);
+		{
+			int			rc = SPI_execute_plan(linitial(plans), NULL, NULL, false, 0);
 
-		if (rc == -1)
-			;
-		else if (group->store_of == NULL)
-		{
-			/* one shared storage: one INSERT for all (group_statement()) */
-			if (rc != SPI_OK_INSERT)
-				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
-			for (int i = 0; i < group->nviews; i++)
-				group->groups[i] = SPI_processed;
-		}
-		else
-		{
 			if (rc != SPI_OK_SELECT || SPI_processed != 1)
 				elog(ERROR, "stream_ext: maintenance failed: %s", SPI_result_code_string(rc));
 			for (int i = 0; i < group->nviews; i++)
