@@ -99,6 +99,11 @@ CREATE VIEW r74_h WITH (continuous) AS
 CREATE VIEW r74_d WITH (continuous) AS
   SELECT k, count(DISTINCT v % 7) AS dv, count(*) AS n FROM r74 GROUP BY k;
 
+-- a view of its own storage, that a second one shares below
+SET stream_ext.share_storage = on;
+CREATE VIEW r74_s1 WITH (continuous) AS SELECT k, count(*) AS n, sum(v) AS s FROM r74 GROUP BY k;
+SET stream_ext.share_storage = off;
+
 CREATE VIEW r74_k_oracle AS
   SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s, sum(b) AS sb, sum(x) AS sx,
          avg(v) AS a, avg(x) AS ax, min(v) AS lo, max(t) AS hi, r74_isum(v) AS u
@@ -108,6 +113,10 @@ CREATE VIEW r74_t_oracle AS SELECT t, count(*) AS n, min(t) AS lo FROM r74_log G
 CREATE VIEW r74_w_oracle AS
   SELECT k, stream_ext.tumble(ts, '1 hour') AS hour, count(*) AS n, sum(v) AS s
     FROM r74_log GROUP BY k, 2;
+CREATE VIEW r74_s1_oracle AS SELECT k, count(*) AS n, sum(v) AS s FROM r74_log GROUP BY k;
+-- r74_s2 counts the rows from 2001 on (made then, backfill = 'none')
+CREATE VIEW r74_s2_oracle AS
+  SELECT k, max(v) AS hi, avg(x) AS ax FROM r74_log WHERE b > 2000::bigint * 1000000007 GROUP BY k;
 CREATE VIEW r74_h_oracle AS SELECT k, count(*) AS n FROM r74_log GROUP BY k HAVING count(*) > 30;
 CREATE VIEW r74_d_oracle AS SELECT k, count(DISTINCT v % 7) AS dv, count(*) AS n FROM r74_log GROUP BY k;
 
@@ -141,14 +150,28 @@ RETURNS SETOF record LANGUAGE sql AS $$
   SELECT 'r74_h', * FROM r74_check('r74_h', 'SELECT * FROM r74_h_oracle',
     ARRAY(SELECT 'k = ' || i FROM generate_series(0, 70, 5) i))
   UNION ALL
+  SELECT 'r74_s1', * FROM r74_check('r74_s1', 'SELECT * FROM r74_s1_oracle',
+    ARRAY(SELECT 'k = ' || i FROM generate_series(0, 70, 3) i))
+  UNION ALL
+  SELECT 'r74_s2', * FROM r74_check('r74_s2', 'SELECT * FROM r74_s2_oracle',
+    ARRAY(SELECT 'k = ' || i FROM generate_series(0, 70) i))
+  UNION ALL
   SELECT 'r74_d', * FROM r74_check('r74_d', 'SELECT * FROM r74_d_oracle',
     ARRAY(SELECT 'k = ' || i FROM generate_series(0, 70, 5) i));
 $$;
 
 -- an empty delta, then groups in the materialization only (0..59)
 SELECT r74_feed(1, 2000);
+-- a view sharing r74_s1's storage (its states side by side, a presence state
+-- per member): no row for the groups without rows since it was made
+SET stream_ext.share_storage = on;
+CREATE VIEW r74_s2 WITH (continuous, backfill = 'none') AS
+  SELECT k, max(v) AS hi, avg(x) AS ax FROM r74 GROUP BY k;
+SET stream_ext.share_storage = off;
+SELECT count(DISTINCT matrel) AS storages FROM stream_ext.view_catalog
+ WHERE view IN ('r74_s1'::regclass, 'r74_s2'::regclass);
 SELECT * FROM r74_all();
-SELECT stream_ext.compact(v) FROM unnest(ARRAY['r74_k', 'r74_kc', 'r74_t', 'r74_w', 'r74_h', 'r74_d']) v;
+SELECT stream_ext.compact(v) FROM unnest(ARRAY['r74_k', 'r74_kc', 'r74_t', 'r74_w', 'r74_h', 'r74_d', 'r74_s1']) v;
 SELECT count(*) FROM r74_k_delta;
 SELECT * FROM r74_all();
 -- groups in both, and in the delta only (60..64: a wider key range)
@@ -257,8 +280,8 @@ DROP VIEW r74_o;
 REVOKE ALL ON SCHEMA public FROM r74_owner;
 REVOKE ALL ON r74 FROM r74_owner;
 DROP ROLE r74_owner;
-DROP VIEW r74_k, r74_kc, r74_t, r74_w, r74_h, r74_d, r74_k_oracle, r74_kc_oracle, r74_t_oracle,
-  r74_w_oracle, r74_h_oracle, r74_d_oracle;
+DROP VIEW r74_k, r74_kc, r74_t, r74_w, r74_h, r74_d, r74_s1, r74_s2, r74_k_oracle, r74_kc_oracle,
+  r74_t_oracle, r74_w_oracle, r74_h_oracle, r74_d_oracle, r74_s1_oracle, r74_s2_oracle;
 DROP OWNED BY r74_reader;
 DROP ROLE r74_reader;
 DROP TABLE r74_log, r74_prepared;

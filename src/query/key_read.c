@@ -92,6 +92,7 @@
 #include "core/catalog.h"
 #include "query/analyze.h"
 #include "query/key_read.h"
+#include "query/shared_plan.h"
 #include "query/viewplan.h"
 #include "windows/windows.h"
 
@@ -472,7 +473,9 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (def == NULL)
 		return;
 	plan = cv_reanalyze(viewid, def, deftext);
+	/* the shapes and names of the view's tables, as its maintenance has them */
 	cv_detect_deferred_distinct(plan, viewid, cat.deltaid);
+	(void) shared_plan_apply(plan, viewid, cat.matrelid);
 	if (plan->keyless || plan->defer_distinct ||
 		(plan->window != NULL && plan->window->kind != CV_WINDOW_TUMBLING))
 		return;
