@@ -24,8 +24,10 @@
  *	  aggregation of the plan gets them) by stream_ext.combine() from a NULL
  *	  start, which is what stream_ext.merge_states() does, then combined
  *	  with the materialization row's state by stream_ext.combine() (the
- *	  first branch's CASE); count(DISTINCT) counts summed and added; the
- *	  keys those of the first delta row (the GROUP BY's).
+ *	  first branch's CASE); count(DISTINCT) counts summed and added --
+ *	  deferred to compaction, plus the distinct values of the delta's
+ *	  arrays that the side table lacks (probed in its index, as the SQL
+ *	  does); the keys those of the first delta row (the GROUP BY's).
  *
  * stream_ext.combine() is called through the function manager, the same C
  * code (aggsupport.c) the SQL calls.  Everything above the UNION ALL --
@@ -38,8 +40,7 @@
  * the view whose definition it comes from (equal() to the subquery of the
  * view's rule: no security qual of row-level security added, no other
  * query shaped like it) and the view is one this node reads the same way:
- * keys, no count(DISTINCT) deferred to compaction, no hopping or sliding
- * window; the materialization's unique btree on the keys (or, for wide
+ * keys, no hopping or sliding window; the materialization's unique btree on the keys (or, for wide
  * keys stored with their hash, its key lookup index) and the delta's key
  * lookup index (a btree on leading keys or a hash index on the first: rows
  * rechecked on every key).
@@ -82,6 +83,7 @@
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/prs2lock.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
@@ -118,7 +120,9 @@ enum
 	KR_NLISTS
 };
 #define KR_KEY_FIELDS 6
-#define KR_AGG_FIELDS 6
+#define KR_AGG_FIELDS 9			/* and, deferred count(DISTINCT): the
+								 * delta's values column, the side table,
+								 * its index on (keys, value); else 0 */
 
 static Plan *key_read_plan_path(PlannerInfo *root, RelOptInfo *rel,
 								CustomPath *best_path, List *tlist,
@@ -299,6 +303,37 @@ find_key_index(Relation delta, List *dattnos, List *eqops, int *ncols)
 }
 
 /*
+ * The side table sideid's btree on (keys, value) (cv_create_auxrel_index()
+ * of a side table that is not hashed), or InvalidOid.
+ */
+static Oid
+find_side_index(Oid sideid, CVPlan *plan, List *eqops)
+{
+	Relation	side = table_open(sideid, AccessShareLock);
+	List	   *attnos = NIL;
+	List	   *ops = list_copy(eqops);
+	AttrNumber	va = get_attnum(sideid, "value");
+	Oid			found = InvalidOid;
+	int			ncols;
+	ListCell   *lc;
+
+	foreach(lc, plan->keys)
+		attnos = lappend_oid(attnos, get_attnum(sideid, ((CVKey *) lfirst(lc))->colname));
+	if (va != InvalidAttrNumber && !list_member_oid(attnos, InvalidAttrNumber))
+	{
+		Oid			vtype = TupleDescAttr(RelationGetDescr(side), va - 1)->atttypid;
+
+		attnos = lappend_oid(attnos, va);
+		ops = lappend_oid(ops, lookup_type_cache(vtype, TYPECACHE_EQ_OPR)->eq_opr);
+		found = find_key_index(side, attnos, ops, &ncols);
+		if (ncols != list_length(attnos))
+			found = InvalidOid;
+	}
+	table_close(side, AccessShareLock);
+	return found;
+}
+
+/*
  * The value a restriction of rel fixes output column attno to by operator
  * eqop and collation coll: a Const or a Param (under a relabeling) in
  * "col = value" or "value = col"; NULL if none does.
@@ -476,7 +511,7 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	/* the shapes and names of the view's tables, as its maintenance has them */
 	cv_detect_deferred_distinct(plan, viewid, cat.deltaid);
 	(void) shared_plan_apply(plan, viewid, cat.matrelid);
-	if (plan->keyless || plan->defer_distinct ||
+	if (plan->keyless ||
 		(plan->window != NULL && plan->window->kind != CV_WINDOW_TUMBLING))
 		return;
 
@@ -555,6 +590,22 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 												ma, da, coll));
 		aggs = lappend_oid(aggs, (Oid) (int) get_typlen(type));
 		aggs = lappend_oid(aggs, (Oid) get_typbyval(type));
+		if (agg->is_distinct && plan->defer_distinct)
+		{
+			Oid			sideid = cv_distinct_side_table(plan, agg, catalog_view_parts(viewid));
+			AttrNumber	va = get_attnum(cat.deltaid, agg->valuescol);
+			Oid			sideidx = OidIsValid(sideid) && va != InvalidAttrNumber ?
+				find_side_index(sideid, plan, eqops) : InvalidOid;
+
+			if (!OidIsValid(sideidx))
+			{
+				ok = false;
+				break;
+			}
+			aggs = list_concat(aggs, list_make3_oid(va, sideid, sideidx));
+		}
+		else
+			aggs = list_concat(aggs, list_make3_oid(0, InvalidOid, InvalidOid));
 		/* as the SQL calls it: combine(state, state, 'agg'::regprocedure) */
 		calls = lappend(calls, agg->is_distinct ? NULL :
 						makeFuncExpr(combine_oid, type,
@@ -653,6 +704,20 @@ typedef struct KeyReadAgg
 	bool		typbyval;
 	Datum		aggfnoid;		/* the regprocedure argument of combine() */
 	FmgrInfo	combine;		/* stream_ext.combine(), typed for the state */
+	/* a count(DISTINCT) deferred to compaction */
+	AttrNumber	valattno;		/* the delta's array of a batch's values */
+	Relation	side;			/* the side table of the values counted */
+	Relation	sideidx;		/* its btree on (keys, value) */
+	IndexScanDesc sidescan;
+	TupleTableSlot *sideslot;
+	RegProcedure value_eqproc;
+	FmgrInfo   *value_cmp;		/* the value type's btree comparison */
+	int16		vlen;
+	bool		vbyval;
+	char		valign;
+	Datum	   *values;			/* the group's values in the delta's arrays */
+	int			nvalues;
+	int			maxvalues;
 } KeyReadAgg;
 
 typedef struct KeyReadState
@@ -768,6 +833,23 @@ key_read_begin(CustomScanState *node, EState *estate, int eflags)
 		agg->typbyval = (bool) list_nth_oid(aggs, f + 5);
 		if (!agg->distinct)
 			init_combine(&agg->combine, combine_oid, list_nth(calls, i));
+		agg->valattno = (AttrNumber) list_nth_oid(aggs, f + 6);
+		if (agg->valattno != InvalidAttrNumber)
+		{
+			Oid			vtype;
+			TypeCacheEntry *tc;
+
+			agg->side = table_open(list_nth_oid(aggs, f + 7), AccessShareLock);
+			agg->sideidx = index_open(list_nth_oid(aggs, f + 8), AccessShareLock);
+			vtype = TupleDescAttr(RelationGetDescr(agg->sideidx), st->nkeys)->atttypid;
+			tc = lookup_type_cache(vtype, TYPECACHE_EQ_OPR | TYPECACHE_CMP_PROC_FINFO);
+			agg->value_eqproc = get_opcode(tc->eq_opr);
+			agg->value_cmp = &tc->cmp_proc_finfo;
+			get_typlenbyvalalign(vtype, &agg->vlen, &agg->vbyval, &agg->valign);
+			agg->sidescan = index_beginscan(agg->side, agg->sideidx, estate->es_snapshot,
+											st->nkeys + 1, 0);
+			agg->sideslot = table_slot_create(agg->side, NULL);
+		}
 	}
 	st->matslot = table_slot_create(st->matrel, NULL);
 	st->dslot = table_slot_create(st->delta, NULL);
@@ -829,6 +911,76 @@ probe(IndexScanDesc scan, Relation index, int ncols, KeyReadState *st, Datum *ke
 	index_rescan(scan, skeys, Max(ncols, 1), NULL, 0);
 }
 
+/* the non-NULL values of the array of a deferred count(DISTINCT) in slot */
+static void
+collect_values(KeyReadAgg *agg, TupleTableSlot *slot)
+{
+	bool		isnull;
+	Datum		arr = slot_getattr(slot, agg->valattno, &isnull);
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n;
+
+	if (isnull)
+		return;
+	deconstruct_array(DatumGetArrayTypeP(arr), ARR_ELEMTYPE(DatumGetArrayTypeP(arr)),
+					  agg->vlen, agg->vbyval, agg->valign, &elems, &enulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		if (enulls[i])
+			continue;
+		if (agg->nvalues == agg->maxvalues)
+		{
+			agg->maxvalues = Max(16, agg->maxvalues * 2);
+			agg->values = agg->nvalues == 0 ? palloc(sizeof(Datum) * agg->maxvalues) :
+				repalloc(agg->values, sizeof(Datum) * agg->maxvalues);
+		}
+		agg->values[agg->nvalues++] = datumCopy(elems[i], agg->vbyval, agg->vlen);
+	}
+}
+
+static int
+compare_values(const void *a, const void *b, void *arg)
+{
+	return DatumGetInt32(FunctionCall2Coll((FmgrInfo *) arg, InvalidOid,
+										   *(const Datum *) a, *(const Datum *) b));
+}
+
+/*
+ * How many of agg's collected values, each once (the type's btree order, as
+ * stream_ext.distinct_values() dedupes), the side table has no row of for
+ * the group's keys: the merged read's probe "(SELECT true FROM side e WHERE
+ * e.keys = q.keys AND e.value = q.value LIMIT 1) IS NULL".
+ */
+static int64
+count_missing_values(KeyReadState *st, KeyReadAgg *agg, Datum *keys)
+{
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	int64		missing = 0;
+	int			n = 0;
+
+	qsort_arg(agg->values, agg->nvalues, sizeof(Datum), compare_values, agg->value_cmp);
+	for (int i = 0; i < agg->nvalues; i++)
+	{
+		if (n > 0 && compare_values(&agg->values[n - 1], &agg->values[i], agg->value_cmp) == 0)
+			continue;
+		agg->values[n++] = agg->values[i];
+	}
+	for (int i = 0; i < n; i++)
+	{
+		for (int k = 0; k < st->nkeys; k++)
+			ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
+								   agg->sideidx->rd_indcollation[k], st->key_eqproc[k], keys[k]);
+		ScanKeyEntryInitialize(&skeys[st->nkeys], 0, st->nkeys + 1, BTEqualStrategyNumber,
+							   InvalidOid, agg->sideidx->rd_indcollation[st->nkeys],
+							   agg->value_eqproc, agg->values[i]);
+		index_rescan(agg->sidescan, skeys, st->nkeys + 1, NULL, 0);
+		if (!index_getnext_slot(agg->sidescan, ForwardScanDirection, agg->sideslot))
+			missing++;
+	}
+	return missing;
+}
+
 /*
  * The group's row into the scan slot (see the file's header), or false
  * when the group has no row.
@@ -857,7 +1009,11 @@ read_group(KeyReadState *st)
 			return false;
 	}
 	for (int i = 0; i < st->naggs; i++)
+	{
 		nulls[i] = true;
+		st->aggs[i].nvalues = 0;
+		st->aggs[i].maxvalues = 0;
+	}
 
 	/* the delta's rows of the group, in index order */
 	probe(st->dscan, st->didx, st->dcols, st, keys);
@@ -893,6 +1049,8 @@ read_group(KeyReadState *st)
 					sums[i] += DatumGetInt64(v);
 					nulls[i] = false;
 				}
+				if (agg->valattno != InvalidAttrNumber)
+					collect_values(agg, st->dslot);
 				continue;
 			}
 			/* merge_states(): state := combine(state, v), from NULL */
@@ -900,6 +1058,34 @@ read_group(KeyReadState *st)
 				v = datumCopy(v, agg->typbyval, agg->typlen);
 			states[i] = combine_states(agg, states[i], nulls[i], v, isnull,
 									   agg->collation, &nulls[i]);
+		}
+	}
+
+	/*
+	 * A deferred count(DISTINCT): one more row per distinct value of the
+	 * arrays that the side table does not hold (1 for its count, NULL for
+	 * every other state), after the delta's rows.
+	 */
+	for (int i = 0; i < st->naggs; i++)
+	{
+		KeyReadAgg *agg = &st->aggs[i];
+		int64		missing;
+
+		if (agg->valattno == InvalidAttrNumber || agg->nvalues == 0)
+			continue;
+		missing = count_missing_values(st, agg, keys);
+		if (missing == 0)
+			continue;
+		sums[i] += missing;
+		nulls[i] = false;
+		for (int64 m = 0; m < missing; m++)
+		{
+			for (int j = 0; j < st->naggs; j++)
+			{
+				if (!st->aggs[j].distinct)
+					states[j] = combine_states(&st->aggs[j], states[j], nulls[j], (Datum) 0, true,
+											   st->aggs[j].collation, &nulls[j]);
+			}
 		}
 	}
 
@@ -1009,6 +1195,17 @@ key_read_end(CustomScanState *node)
 {
 	KeyReadState *st = (KeyReadState *) node;
 
+	for (int i = 0; i < st->naggs; i++)
+	{
+		KeyReadAgg *agg = &st->aggs[i];
+
+		if (agg->side == NULL)
+			continue;
+		index_endscan(agg->sidescan);
+		ExecDropSingleTupleTableSlot(agg->sideslot);
+		index_close(agg->sideidx, AccessShareLock);
+		table_close(agg->side, AccessShareLock);
+	}
 	index_endscan(st->dscan);
 	index_endscan(st->matscan);
 	ExecDropSingleTupleTableSlot(st->dslot);
