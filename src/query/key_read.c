@@ -523,10 +523,13 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	}
 	if (list_length(tles) != list_length(plan->keys) + list_length(plan->aggs))
 		return;
-	/* the reltarget: plain columns of this relation (no placeholders) */
+	/*
+	 * the reltarget: plain columns of this relation (no placeholders, no
+	 * whole-row reference: a row mark's, see key_read_recheck())
+	 */
 	foreach(lc, rel->reltarget->exprs)
 	{
-		if (!IsA(lfirst(lc), Var))
+		if (!IsA(lfirst(lc), Var) || ((Var *) lfirst(lc))->varattno <= 0)
 			return;
 	}
 
@@ -745,6 +748,7 @@ typedef struct KeyReadState
 	List	   *key_values;		/* ExprState per key */
 	int			naggs;
 	KeyReadAgg *aggs;
+	MemoryContext scancxt;		/* the index scans' (the query's) */
 } KeyReadState;
 
 static Node *
@@ -851,6 +855,7 @@ key_read_begin(CustomScanState *node, EState *estate, int eflags)
 			agg->sideslot = table_slot_create(agg->side, NULL);
 		}
 	}
+	st->scancxt = CurrentMemoryContext;
 	st->matslot = table_slot_create(st->matrel, NULL);
 	st->dslot = table_slot_create(st->delta, NULL);
 	/* under the query's snapshot; keys are given per group (read_group()) */
@@ -902,6 +907,7 @@ static void
 probe(IndexScanDesc scan, Relation index, int ncols, KeyReadState *st, Datum *keys)
 {
 	ScanKeyData skeys[INDEX_MAX_KEYS];
+	MemoryContext old = MemoryContextSwitchTo(st->scancxt);
 
 	for (int i = 0; i < Max(ncols, 1); i++)
 		ScanKeyEntryInitialize(&skeys[i], 0, i + 1,
@@ -909,6 +915,23 @@ probe(IndexScanDesc scan, Relation index, int ncols, KeyReadState *st, Datum *ke
 							   InvalidOid, index->rd_indcollation[i],
 							   st->key_eqproc[i], keys[i]);
 	index_rescan(scan, skeys, Max(ncols, 1), NULL, 0);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The next row of an index scan, in the scan's own memory context: index
+ * access methods allocate lazily what they keep until index_endscan()
+ * (btree's array of killed items, when it meets dead rows), and the rows
+ * are read while the per-tuple context is current (read_group()).
+ */
+static bool
+next_row(KeyReadState *st, IndexScanDesc scan, TupleTableSlot *slot)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->scancxt);
+	bool		found = index_getnext_slot(scan, ForwardScanDirection, slot);
+
+	MemoryContextSwitchTo(old);
+	return found;
 }
 
 /* the non-NULL values of the array of a deferred count(DISTINCT) in slot */
@@ -958,6 +981,7 @@ count_missing_values(KeyReadState *st, KeyReadAgg *agg, Datum *keys)
 	ScanKeyData skeys[INDEX_MAX_KEYS];
 	int64		missing = 0;
 	int			n = 0;
+	MemoryContext old;
 
 	qsort_arg(agg->values, agg->nvalues, sizeof(Datum), compare_values, agg->value_cmp);
 	for (int i = 0; i < agg->nvalues; i++)
@@ -974,8 +998,10 @@ count_missing_values(KeyReadState *st, KeyReadAgg *agg, Datum *keys)
 		ScanKeyEntryInitialize(&skeys[st->nkeys], 0, st->nkeys + 1, BTEqualStrategyNumber,
 							   InvalidOid, agg->sideidx->rd_indcollation[st->nkeys],
 							   agg->value_eqproc, agg->values[i]);
+		old = MemoryContextSwitchTo(st->scancxt);
 		index_rescan(agg->sidescan, skeys, st->nkeys + 1, NULL, 0);
-		if (!index_getnext_slot(agg->sidescan, ForwardScanDirection, agg->sideslot))
+		MemoryContextSwitchTo(old);
+		if (!next_row(st, agg->sidescan, agg->sideslot))
 			missing++;
 	}
 	return missing;
@@ -1017,7 +1043,7 @@ read_group(KeyReadState *st)
 
 	/* the delta's rows of the group, in index order */
 	probe(st->dscan, st->didx, st->dcols, st, keys);
-	while (index_getnext_slot(st->dscan, ForwardScanDirection, st->dslot))
+	while (next_row(st, st->dscan, st->dslot))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (!row_matches(st, st->dslot, st->key_dattno, keys))
@@ -1092,7 +1118,7 @@ read_group(KeyReadState *st)
 	/* the materialization's row of the group, if any (one: its keys are unique) */
 	probe(st->matscan, st->matidx, st->mcols, st, keys);
 	matfound = false;
-	while (!matfound && index_getnext_slot(st->matscan, ForwardScanDirection, st->matslot))
+	while (!matfound && next_row(st, st->matscan, st->matslot))
 		matfound = row_matches(st, st->matslot, st->key_matattno, keys);
 
 	if (drows == 0)
@@ -1169,10 +1195,20 @@ key_read_next(ScanState *node)
 	return found ? out : ExecClearTuple(out);
 }
 
+/*
+ * Under EvalPlanQual (an UPDATE or DELETE rechecking a row a concurrent
+ * transaction changed: the plan, or a subquery of it, is run again in a
+ * state of its own) ExecScan() asks a scan that is no table's (scanrelid
+ * 0) for its row here instead of key_read_next(): read it the same way.
+ * Joins to the view in such statements carry a whole-row reference to it
+ * (a row mark), which the node does not offer to return: they are not read
+ * through it.
+ */
 static bool
 key_read_recheck(ScanState *node, TupleTableSlot *slot)
 {
-	return true;
+	Assert(slot == node->ss_ScanTupleSlot);
+	return !TupIsNull(key_read_next(node));
 }
 
 static TupleTableSlot *
