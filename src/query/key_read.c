@@ -87,12 +87,17 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
 #include "core/catalog.h"
 #include "query/analyze.h"
+#include "core/util.h"
 #include "query/key_read.h"
 #include "query/shared_plan.h"
 #include "query/viewplan.h"
@@ -171,39 +176,6 @@ collect_rtes_walker(Node *node, List **rtes)
 		return query_tree_walker((Query *) node, collect_rtes_walker, (void *) rtes,
 								 QTW_EXAMINE_RTES_BEFORE);
 	return expression_tree_walker(node, collect_rtes_walker, (void *) rtes);
-}
-
-/*
- * Is sub exactly the merged read in the definition of view viewid: equal()
- * to a subquery of the view's rule?
- */
-static bool
-is_view_source(Oid viewid, Query *sub)
-{
-	Relation	view = relation_open(viewid, AccessShareLock);
-	bool		found = false;
-
-	if (view->rd_rules != NULL && view->rd_rules->numLocks == 1)
-	{
-		RewriteRule *rule = view->rd_rules->rules[0];
-		ListCell   *lc;
-
-		if (rule->event == CMD_SELECT && list_length(rule->actions) == 1)
-		{
-			foreach(lc, linitial_node(Query, rule->actions)->rtable)
-			{
-				RangeTblEntry *vrte = lfirst_node(RangeTblEntry, lc);
-
-				if (vrte->rtekind == RTE_SUBQUERY && equal(vrte->subquery, sub))
-				{
-					found = true;
-					break;
-				}
-			}
-		}
-	}
-	relation_close(view, AccessShareLock);
-	return found;
 }
 
 /* is opno, of the index column's opfamily, its equality (strategy) */
@@ -383,31 +355,6 @@ first_table(Query *q)
 }
 
 /*
- * The continuous view whose merged read sub is, from the views root's query
- * reads (their rule's OLD entry stays in the range table when the view is
- * pulled up); InvalidOid if none.
- */
-static Oid
-view_of_source(PlannerInfo *root, Query *sub, ViewCatalogEntry *cat)
-{
-	ListCell   *lc;
-
-	foreach(lc, root->parse->rtable)
-	{
-		RangeTblEntry *vrte = lfirst_node(RangeTblEntry, lc);
-
-		if (vrte->rtekind != RTE_RELATION || vrte->relkind != RELKIND_VIEW)
-			continue;
-		if (!catalog_lookup_view(vrte->relid, cat, CurrentMemoryContext) ||
-			!OidIsValid(cat->deltaid) || cat->matrelid != first_table(sub))
-			continue;
-		if (is_view_source(vrte->relid, sub))
-			return vrte->relid;
-	}
-	return InvalidOid;
-}
-
-/*
  * rtes with one entry per table and user it is checked as: the same
  * privileges (ExecCheckRTPerms() checks a table's columns only when the
  * table's privilege is missing, and names the table either way), half the
@@ -458,13 +405,63 @@ combine_function(void)
 						  3, args, true);
 }
 
-static void
-key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
-						  RangeTblEntry *rte)
+/*
+ * What planning a read by key of a view needs that does not depend on the
+ * query: the view's analysis, cached per backend (its definition parsed
+ * and analyzed again costs more than planning the read) until a relcache
+ * invalidation of the view or one of its tables, or a change of pg_proc.
+ */
+typedef struct KeyReadView
 {
-	Query	   *sub;
-	ViewCatalogEntry cat;
-	Oid			viewid;
+	Oid			viewid;			/* hash key */
+	bool		valid;
+	bool		usable;			/* else: not read by the node */
+	MemoryContext cxt;			/* everything below */
+	Oid			matrelid;
+	Query	   *source;			/* the UNION ALL: the rule's subquery */
+	List	   *relids;			/* the view and its tables: invalidation */
+	List	   *key_resnos;		/* per key: its output column, */
+	List	   *key_eqops;		/* equality operator, */
+	List	   *key_colls;		/* and collation */
+	List	   *rels;			/* custom_private's lists (KR_*) */
+	List	   *keys;
+	List	   *aggs;
+	List	   *calls;
+	List	   *rtes;
+} KeyReadView;
+
+static HTAB *key_read_views = NULL;
+
+static void
+key_read_forget(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	KeyReadView *v;
+
+	if (key_read_views == NULL)
+		return;
+	hash_seq_init(&seq, key_read_views);
+	while ((v = hash_seq_search(&seq)) != NULL)
+	{
+		if (!OidIsValid(relid) || list_member_oid(v->relids, relid))
+			v->valid = false;
+	}
+}
+
+static void
+key_read_forget_all(Datum arg, int cacheid, uint32 hashvalue)
+{
+	key_read_forget(arg, InvalidOid);
+}
+
+/*
+ * Fill v (in CurrentMemoryContext: v->cxt) for view viewid, cat its
+ * catalog entry; false when the node does not read it.
+ */
+static bool
+analyze_view(KeyReadView *v, Oid viewid, ViewCatalogEntry *cat)
+{
+	Relation	view;
 	Query	   *def;
 	char	   *deftext;
 	CVPlan	   *plan;
@@ -476,81 +473,79 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	List	   *eqops = NIL;
 	List	   *keys = NIL;
 	List	   *aggs = NIL;
-	List	   *values = NIL;
 	List	   *rtes = NIL;
 	List	   *calls = NIL;
-	List	   *rels;
 	Oid			matidx;
 	Oid			didx;
 	int			dcols;
 	int			mcols;
-	Oid			combine_oid;
+	Oid			combine_oid = combine_function();
 	ListCell   *lc;
-	CustomPath *cpath;
 	bool		ok = true;
 
-	if (prev_set_rel_pathlist_hook)
-		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	v->matrelid = cat->matrelid;
+	v->relids = list_make3_oid(viewid, cat->matrelid, cat->deltaid);
+	if (!OidIsValid(combine_oid))
+		return false;
 
-	if (!stream_ext_key_read_scan || rte->rtekind != RTE_SUBQUERY ||
-		rte->subquery == NULL || rte->subquery->setOperations == NULL ||
-		rel->reloptkind != RELOPT_BASEREL || IS_DUMMY_REL(rel) ||
-		rel->baserestrictinfo == NIL || rel->lateral_relids != NULL ||
-		rel->pathlist == NIL)
-		return;
-	sub = rte->subquery;
-	if (!OidIsValid(first_table(sub)) || !stream_ext_installed())
-		return;
-	viewid = view_of_source(root, sub, &cat);
-	if (!OidIsValid(viewid) || !OidIsValid(combine_oid = combine_function()))
-		return;
+	/* the UNION ALL of the view's rule */
+	view = relation_open(viewid, AccessShareLock);
+	if (view->rd_rules != NULL && view->rd_rules->numLocks == 1 &&
+		view->rd_rules->rules[0]->event == CMD_SELECT &&
+		list_length(view->rd_rules->rules[0]->actions) == 1)
+	{
+		foreach(lc, linitial_node(Query, view->rd_rules->rules[0]->actions)->rtable)
+		{
+			RangeTblEntry *vrte = lfirst_node(RangeTblEntry, lc);
+
+			if (vrte->rtekind == RTE_SUBQUERY && vrte->subquery->setOperations != NULL &&
+				first_table(vrte->subquery) == cat->matrelid)
+			{
+				v->source = copyObject(vrte->subquery);
+				break;
+			}
+		}
+	}
+	relation_close(view, AccessShareLock);
+	if (v->source == NULL)
+		return false;
+
 	def = cv_view_definition(viewid, &deftext);
 	if (def == NULL)
-		return;
+		return false;
 	plan = cv_reanalyze(viewid, def, deftext);
 	/* the shapes and names of the view's tables, as its maintenance has them */
-	cv_detect_deferred_distinct(plan, viewid, cat.deltaid);
-	(void) shared_plan_apply(plan, viewid, cat.matrelid);
+	cv_detect_deferred_distinct(plan, viewid, cat->deltaid);
+	(void) shared_plan_apply(plan, viewid, cat->matrelid);
 	if (plan->keyless ||
 		(plan->window != NULL && plan->window->kind != CV_WINDOW_TUMBLING))
-		return;
+		return false;
 
 	/* the output columns: the keys, then the aggregates, by their names */
-	foreach(lc, sub->targetList)
+	foreach(lc, v->source->targetList)
 	{
 		if (!lfirst_node(TargetEntry, lc)->resjunk)
 			tles = lappend(tles, lfirst(lc));
 	}
 	if (list_length(tles) != list_length(plan->keys) + list_length(plan->aggs))
-		return;
-	/*
-	 * the reltarget: plain columns of this relation (no placeholders, no
-	 * whole-row reference: a row mark's, see key_read_recheck())
-	 */
-	foreach(lc, rel->reltarget->exprs)
-	{
-		if (!IsA(lfirst(lc), Var) || ((Var *) lfirst(lc))->varattno <= 0)
-			return;
-	}
+		return false;
 
-	matrel = table_open(cat.matrelid, AccessShareLock);
-	delta = table_open(cat.deltaid, AccessShareLock);
+	matrel = table_open(cat->matrelid, AccessShareLock);
+	delta = table_open(cat->deltaid, AccessShareLock);
 	foreach(lc, plan->keys)
 	{
 		CVKey	   *key = lfirst(lc);
 		TargetEntry *tle = list_nth(tles, foreach_current_index(lc));
-		AttrNumber	ma = get_attnum(cat.matrelid, key->colname);
-		AttrNumber	da = get_attnum(cat.deltaid, key->colname);
+		AttrNumber	ma = get_attnum(cat->matrelid, key->colname);
+		AttrNumber	da = get_attnum(cat->deltaid, key->colname);
 		Oid			eqop = lookup_type_cache(key->type, TYPECACHE_EQ_OPR)->eq_opr;
 		Oid			coll = exprCollation((Node *) tle->expr);
-		Expr	   *val;
 
 		if (tle->resname == NULL || strcmp(tle->resname, key->colname) != 0 ||
 			ma == InvalidAttrNumber || da == InvalidAttrNumber || !OidIsValid(eqop) ||
 			exprType((Node *) tle->expr) != key->type ||
 			TupleDescAttr(RelationGetDescr(matrel), ma - 1)->atttypid != key->type ||
-			TupleDescAttr(RelationGetDescr(delta), da - 1)->atttypid != key->type ||
-			(val = fixed_value(rel, rti, tle->resno, eqop, coll)) == NULL)
+			TupleDescAttr(RelationGetDescr(delta), da - 1)->atttypid != key->type)
 		{
 			ok = false;
 			break;
@@ -558,11 +553,13 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		matattnos = lappend_oid(matattnos, ma);
 		dattnos = lappend_oid(dattnos, da);
 		eqops = lappend_oid(eqops, eqop);
+		v->key_resnos = lappend_int(v->key_resnos, tle->resno);
+		v->key_colls = lappend_oid(v->key_colls, coll);
 		keys = list_concat(keys, list_make4_oid(ma, da, get_opcode(eqop), coll));
 		keys = lappend_oid(keys, (Oid) (int) get_typlen(key->type));
 		keys = lappend_oid(keys, (Oid) get_typbyval(key->type));
-		values = lappend(values, copyObject(val));
 	}
+	v->key_eqops = eqops;
 	foreach(lc, plan->aggs)
 	{
 		CVAgg	   *agg;
@@ -576,8 +573,8 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 			break;
 		agg = lfirst(lc);
 		tle = list_nth(tles, list_length(plan->keys) + foreach_current_index(lc));
-		ma = get_attnum(cat.matrelid, agg->colname);
-		da = get_attnum(cat.deltaid, agg->colname);
+		ma = get_attnum(cat->matrelid, agg->colname);
+		da = get_attnum(cat->deltaid, agg->colname);
 		type = agg->is_distinct ? INT8OID : agg->storage.statetype;
 		if (tle->resname == NULL || strcmp(tle->resname, agg->colname) != 0 ||
 			ma == InvalidAttrNumber || da == InvalidAttrNumber ||
@@ -596,7 +593,7 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		if (agg->is_distinct && plan->defer_distinct)
 		{
 			Oid			sideid = cv_distinct_side_table(plan, agg, catalog_view_parts(viewid));
-			AttrNumber	va = get_attnum(cat.deltaid, agg->valuescol);
+			AttrNumber	va = get_attnum(cat->deltaid, agg->valuescol);
 			Oid			sideidx = OidIsValid(sideid) && va != InvalidAttrNumber ?
 				find_side_index(sideid, plan, eqops) : InvalidOid;
 
@@ -606,6 +603,7 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 				break;
 			}
 			aggs = list_concat(aggs, list_make3_oid(va, sideid, sideidx));
+			v->relids = lappend_oid(v->relids, sideid);
 		}
 		else
 			aggs = list_concat(aggs, list_make3_oid(0, InvalidOid, InvalidOid));
@@ -626,9 +624,125 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	table_close(delta, AccessShareLock);
 	table_close(matrel, AccessShareLock);
 	if (!OidIsValid(didx))
+		return false;
+
+	(void) collect_rtes_walker((Node *) v->source, &rtes);
+	v->rels = list_make5_oid(viewid, cat->matrelid, matidx, cat->deltaid, didx);
+	v->rels = lappend_oid(v->rels, (Oid) dcols);
+	v->rels = lappend_oid(v->rels, combine_oid);
+	v->rels = lappend_oid(v->rels, (Oid) mcols);
+	v->keys = keys;
+	v->aggs = aggs;
+	v->calls = calls;
+	v->rtes = merge_rtes(rtes);
+	return true;
+}
+
+/* the cached analysis of view viewid, made now if need be; NULL: not a continuous view */
+static KeyReadView *
+view_analysis(Oid viewid)
+{
+	KeyReadView *v;
+	bool		found;
+	ViewCatalogEntry cat;
+	MemoryContext old;
+
+	if (key_read_views == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(KeyReadView);
+		key_read_views = hash_create("stream_ext key reads", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(key_read_forget, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, key_read_forget_all, (Datum) 0);
+	}
+	v = hash_search(key_read_views, &viewid, HASH_ENTER, &found);
+	if (found && v->valid)
+		return v;
+	if (found && v->cxt != NULL)
+		MemoryContextDelete(v->cxt);
+	memset(((char *) v) + sizeof(Oid), 0, sizeof(KeyReadView) - sizeof(Oid));
+	v->cxt = AllocSetContextCreate(CacheMemoryContext, "stream_ext key read",
+								   ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(v->cxt);
+	/* valid before analyze_view(): an invalidation during it marks it stale */
+	v->valid = true;
+	if (catalog_lookup_view(viewid, &cat, v->cxt) && OidIsValid(cat.deltaid))
+		v->usable = analyze_view(v, viewid, &cat);
+	else
+		v->relids = list_make1_oid(viewid);
+	MemoryContextSwitchTo(old);
+	return v;
+}
+
+static void
+key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+						  RangeTblEntry *rte)
+{
+	Query	   *sub;
+	Oid			first;
+	KeyReadView *v = NULL;
+	List	   *values = NIL;
+	ListCell   *lc;
+	CustomPath *cpath;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	if (!stream_ext_key_read_scan || rte->rtekind != RTE_SUBQUERY ||
+		rte->subquery == NULL || rte->subquery->setOperations == NULL ||
+		rel->reloptkind != RELOPT_BASEREL || IS_DUMMY_REL(rel) ||
+		rel->baserestrictinfo == NIL || rel->lateral_relids != NULL ||
+		rel->pathlist == NIL)
+		return;
+	sub = rte->subquery;
+	first = first_table(sub);
+	if (!OidIsValid(first) || !se_is_guarded_table(first) || !stream_ext_installed())
 		return;
 
-	(void) collect_rtes_walker((Node *) sub, &rtes);
+	/*
+	 * the continuous view whose read this is, among the views this query
+	 * level reads (their rule's OLD entry stays in the range table when
+	 * the view is pulled up): the UNION ALL must be exactly the view's
+	 */
+	foreach(lc, root->parse->rtable)
+	{
+		RangeTblEntry *vrte = lfirst_node(RangeTblEntry, lc);
+		KeyReadView *cand;
+
+		if (vrte->rtekind != RTE_RELATION || vrte->relkind != RELKIND_VIEW)
+			continue;
+		cand = view_analysis(vrte->relid);
+		if (cand->usable && cand->matrelid == first && equal(cand->source, sub))
+		{
+			v = cand;
+			break;
+		}
+	}
+	if (v == NULL)
+		return;
+
+	/*
+	 * the reltarget: plain columns of this relation (no placeholders, no
+	 * whole-row reference: a row mark's, see key_read_recheck())
+	 */
+	foreach(lc, rel->reltarget->exprs)
+	{
+		if (!IsA(lfirst(lc), Var) || ((Var *) lfirst(lc))->varattno <= 0)
+			return;
+	}
+	/* every key fixed */
+	for (int i = 0; i < list_length(v->key_resnos); i++)
+	{
+		Expr	   *val = fixed_value(rel, rti, list_nth_int(v->key_resnos, i),
+									  list_nth_oid(v->key_eqops, i),
+									  list_nth_oid(v->key_colls, i));
+
+		if (val == NULL)
+			return;
+		values = lappend(values, copyObject(val));
+	}
 
 	cpath = makeNode(CustomPath);
 	cpath->path.pathtype = T_CustomScan;
@@ -643,11 +757,9 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		cpath->path.total_cost = Min(cpath->path.total_cost,
 									 ((Path *) lfirst(lc))->total_cost / 2);
 	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	rels = list_make5_oid(viewid, cat.matrelid, matidx, cat.deltaid, didx);
-	rels = lappend_oid(rels, (Oid) dcols);
-	rels = lappend_oid(rels, combine_oid);
-	rels = lappend_oid(rels, (Oid) mcols);
-	cpath->custom_private = list_make5(rels, keys, aggs, calls, merge_rtes(rtes));
+	cpath->custom_private = list_make5(copyObject(v->rels), copyObject(v->keys),
+									   copyObject(v->aggs), copyObject(v->calls),
+									   copyObject(v->rtes));
 	cpath->custom_paths = NIL;
 	cpath->methods = &key_read_path_methods;
 	/* the key values, for the plan (custom_exprs) */
