@@ -203,10 +203,10 @@ SELECT bench_pairs($d, $PAIRS);
 SQL
 	q -c "SELECT count(*) FROM v_delta" >"$DIR/rows.$d"
 	q -c "EXPLAIN (COSTS OFF) SELECT * FROM v WHERE k = 42" |
-		grep -o 'Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
+		grep -o 'Custom Scan ([A-Za-z]*)\|Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
 		tr '\n' ',' | sed 's/,$//; s/,/, /g' >"$DIR/plan.$d"
 	q -c "EXPLAIN (COSTS OFF) SELECT * FROM v_hash WHERE k = 42" |
-		grep -o 'Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
+		grep -o 'Custom Scan ([A-Za-z]*)\|Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
 		tr '\n' ',' | sed 's/,$//; s/,/, /g' >"$DIR/plan_hash.$d"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
