@@ -54,6 +54,12 @@
  * the view's owner); the view itself is checked by the executor as before.
  * The tables are added to the plan's dependencies: a DDL on them replans.
  *
+ * The view's side of the decision (its definition analyzed again, the
+ * tables' columns and indexes, the relation entries to check) is cached
+ * per backend (view_analysis()) until a relcache invalidation of the view
+ * or one of its tables: planning a read by key then costs about what the
+ * merged read's planning does.
+ *
  * stream_ext.key_read_scan (bool, default on) turns the path off.
  *
  *-------------------------------------------------------------------------
