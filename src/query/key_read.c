@@ -72,6 +72,7 @@
 #include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -99,6 +100,7 @@
 #include "utils/syscache.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/typcache.h"
 
 #include "core/catalog.h"
@@ -644,6 +646,50 @@ analyze_view(KeyReadView *v, Oid viewid, ViewCatalogEntry *cat)
 	return true;
 }
 
+/*
+ * analyze_view() in a subtransaction: a view whose recorded definition no
+ * longer analyzes (its stream renamed, a function of it dropped: the view
+ * itself reads its tables and still works) is read as before, not an
+ * error in every read of it.  Once per backend and view, until an
+ * invalidation of it.  A cancel is not swallowed.
+ */
+static bool
+analyze_view_safely(KeyReadView *v, Oid viewid, ViewCatalogEntry *cat)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		usable = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		usable = analyze_view(v, viewid, cat);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
+		elog(DEBUG1, "stream_ext: reads by key of \"%s\" are not one node: %s",
+			 get_rel_name(viewid), edata->message);
+		FreeErrorData(edata);
+		usable = false;
+	}
+	PG_END_TRY();
+	return usable;
+}
+
 /* the cached analysis of view viewid, made now if need be; NULL: not a continuous view */
 static KeyReadView *
 view_analysis(Oid viewid)
@@ -674,10 +720,9 @@ view_analysis(Oid viewid)
 	old = MemoryContextSwitchTo(v->cxt);
 	/* valid before analyze_view(): an invalidation during it marks it stale */
 	v->valid = true;
+	v->relids = list_make1_oid(viewid);
 	if (catalog_lookup_view(viewid, &cat, v->cxt) && OidIsValid(cat.deltaid))
-		v->usable = analyze_view(v, viewid, &cat);
-	else
-		v->relids = list_make1_oid(viewid);
+		v->usable = analyze_view_safely(v, viewid, &cat);
 	MemoryContextSwitchTo(old);
 	return v;
 }
