@@ -76,6 +76,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -145,6 +146,7 @@ static void key_read_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *key_read_exec(CustomScanState *node);
 static void key_read_end(CustomScanState *node);
 static void key_read_rescan(CustomScanState *node);
+static void key_read_explain(CustomScanState *node, List *ancestors, ExplainState *es);
 
 static const CustomPathMethods key_read_path_methods = {
 	.CustomName = "StreamExtKeyRead",
@@ -162,6 +164,7 @@ static const CustomExecMethods key_read_exec_methods = {
 	.ExecCustomScan = key_read_exec,
 	.EndCustomScan = key_read_end,
 	.ReScanCustomScan = key_read_rescan,
+	.ExplainCustomScan = key_read_explain,
 };
 
 /* ---- planning ----------------------------------------------------------- */
@@ -1413,6 +1416,26 @@ key_read_end(CustomScanState *node)
 	index_close(st->matidx, AccessShareLock);
 	table_close(st->delta, AccessShareLock);
 	table_close(st->matrel, AccessShareLock);
+}
+
+/* EXPLAIN: the view read, and the indexes probed (the tables' own) */
+static void
+key_read_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	KeyReadState *st = (KeyReadState *) node;
+	List	   *rels = list_nth(((CustomScan *) node->ss.ps.plan)->custom_private, KR_RELS);
+	StringInfoData buf;
+
+	ExplainPropertyText("View", get_rel_name(list_nth_oid(rels, 0)), es);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s, %s", RelationGetRelationName(st->matidx),
+					 RelationGetRelationName(st->didx));
+	for (int i = 0; i < st->naggs; i++)
+	{
+		if (st->aggs[i].sideidx != NULL)
+			appendStringInfo(&buf, ", %s", RelationGetRelationName(st->aggs[i].sideidx));
+	}
+	ExplainPropertyText("Indexes", buf.data, es);
 }
 
 void
