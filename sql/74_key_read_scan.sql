@@ -284,6 +284,18 @@ SET ROLE r74_reader;
 SELECT n FROM r74_o WHERE k = 3;
 RESET ROLE;
 
+-- a generic plan read through the node is made again when an index it
+-- probes goes: then without the node (the delta has no key index left)
+SET plan_cache_mode = force_generic_plan;
+PREPARE r74_q(int) AS SELECT k, n FROM r74_k WHERE k = $1;
+SELECT r74_node('EXECUTE r74_q(3)') AS by_node;
+EXECUTE r74_q(3);
+DROP INDEX r74_k_delta_k_idx;
+SELECT r74_node('EXECUTE r74_q(3)') AS by_node;
+EXECUTE r74_q(3);
+SELECT k, count(*) AS n FROM r74_log WHERE k = 3 GROUP BY k;
+RESET plan_cache_mode;
+
 DROP VIEW r74_o;
 REVOKE ALL ON SCHEMA public FROM r74_owner;
 REVOKE ALL ON r74 FROM r74_owner;

@@ -828,6 +828,7 @@ key_read_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	CustomScan *cscan = makeNode(CustomScan);
 	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 	List	   *rels = linitial(best_path->custom_private);
+	List	   *aggs = list_nth(best_path->custom_private, KR_AGGS);
 	ListCell   *lc;
 
 	cscan->scan.plan.targetlist = tlist;
@@ -854,10 +855,16 @@ key_read_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 									tle->resno, NULL, false));
 	}
 	cscan->custom_relids = NULL;
-	/* replan when the view or its tables change */
+	/* replan when the view or its tables (side tables too) change */
 	root->glob->relationOids = lappend_oid(root->glob->relationOids, list_nth_oid(rels, 0));
 	root->glob->relationOids = lappend_oid(root->glob->relationOids, list_nth_oid(rels, 1));
 	root->glob->relationOids = lappend_oid(root->glob->relationOids, list_nth_oid(rels, 3));
+	for (int f = 7; f < list_length(aggs); f += KR_AGG_FIELDS)
+	{
+		if (OidIsValid(list_nth_oid(aggs, f)))
+			root->glob->relationOids = lappend_oid(root->glob->relationOids,
+												   list_nth_oid(aggs, f));
+	}
 	return &cscan->scan.plan;
 }
 
