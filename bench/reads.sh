@@ -39,7 +39,9 @@
 # Two more sides compare v with what it was before: v_old, a plain view with
 # the merged read as 0.3 wrote it before the delta's groups were left-joined
 # to their materialization rows (every query), and v_off, v's ORDER BY reads
-# with stream_ext.ordered_reads = off (query/read_order.c off).
+# with stream_ext.ordered_reads = off (query/read_order.c off) and v's reads
+# by key (key, key_prepared) with stream_ext.key_read_scan = off (the merged
+# read's plan instead of the StreamExtKeyRead node, query/key_read.c).
 # Prints per delta size and query the medians (ms per read) and the median of
 # the paired ratios v / v_base (and v_noidx, v_hash, v_old, v_off / v_base), the plan shapes of the
 # key read, and the load average before and after.  Only ratios from one run compare: the machine
@@ -153,22 +155,28 @@ DECLARE
   side text;
 BEGIN
   -- PostgREST's reads are prepared statements: generic plans after 5 runs
-  FOREACH side IN ARRAY ARRAY['v', 'v_noidx', 'v_hash', 'v_base', 'v_old'] LOOP
-    EXECUTE format('PREPARE p_%s(int) AS SELECT * FROM %s WHERE k = \$1', side, side);
+  FOREACH side IN ARRAY ARRAY['v', 'v_noidx', 'v_hash', 'v_base', 'v_old', 'v_off'] LOOP
+    -- v_off: v's read planned (generic plan) with the key read node off
+    PERFORM set_config('stream_ext.key_read_scan', CASE WHEN side = 'v_off' THEN 'off' ELSE 'on' END, false);
+    EXECUTE format('PREPARE p_%s(int) AS SELECT * FROM %s WHERE k = \$1', side,
+                   CASE WHEN side = 'v_off' THEN 'v' ELSE side END);
     FOR i IN 1..10 LOOP EXECUTE format('EXECUTE p_%s(%s)', side, i); END LOOP;
   END LOOP;
+  PERFORM set_config('stream_ext.key_read_scan', 'on', false);
   FOR p IN 1..pairs LOOP
     FOR i IN 1..array_length(qs, 1) LOOP
       keys := ARRAY(SELECT 1 + floor(random() * $NGROUPS)::int FROM generate_series(1, qs[i][3]::int));
       FOREACH side IN ARRAY CASE WHEN p % 2 = 1 THEN ARRAY['v', 'v_old', 'v_noidx', 'v_hash', 'v_off', 'v_base'] ELSE ARRAY['v_base', 'v_off', 'v_hash', 'v_noidx', 'v_old', 'v'] END LOOP
         CONTINUE WHEN side IN ('v_noidx', 'v_hash') AND qs[i][1] NOT IN ('key', 'key_prepared', 'range');
-        CONTINUE WHEN side = 'v_off' AND qs[i][1] NOT LIKE 'order%';
+        CONTINUE WHEN side = 'v_off' AND qs[i][1] NOT LIKE 'order%' AND qs[i][1] NOT IN ('key', 'key_prepared');
         PERFORM set_config('stream_ext.ordered_reads', CASE WHEN side = 'v_off' THEN 'off' ELSE 'on' END, false);
+        PERFORM set_config('stream_ext.key_read_scan', CASE WHEN side = 'v_off' THEN 'off' ELSE 'on' END, false);
         INSERT INTO results VALUES (delta, qs[i][1], p, side,
-                                    bench_time(replace(format(qs[i][2], CASE WHEN side = 'v_off' THEN 'v' ELSE side END),
+                                    bench_time(replace(format(qs[i][2], CASE WHEN side = 'v_off' AND qs[i][1] <> 'key_prepared' THEN 'v' ELSE side END),
                                                        '\$1', '%1\$s'), keys));
       END LOOP;
       PERFORM set_config('stream_ext.ordered_reads', 'on', false);
+      PERFORM set_config('stream_ext.key_read_scan', 'on', false);
     END LOOP;
   END LOOP;
   DEALLOCATE ALL;
@@ -195,10 +203,10 @@ SELECT bench_pairs($d, $PAIRS);
 SQL
 	q -c "SELECT count(*) FROM v_delta" >"$DIR/rows.$d"
 	q -c "EXPLAIN (COSTS OFF) SELECT * FROM v WHERE k = 42" |
-		grep -o 'Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
+		grep -o 'Custom Scan ([A-Za-z]*)\|Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
 		tr '\n' ',' | sed 's/,$//; s/,/, /g' >"$DIR/plan.$d"
 	q -c "EXPLAIN (COSTS OFF) SELECT * FROM v_hash WHERE k = 42" |
-		grep -o 'Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
+		grep -o 'Custom Scan ([A-Za-z]*)\|Seq Scan on [a-z_]*\|Index[A-Za-z ]* Scan using [a-z_0-9]*\|Hash[A-Za-z ]*Join\|Nested Loop[A-Za-z ]*' |
 		tr '\n' ',' | sed 's/,$//; s/,/, /g' >"$DIR/plan_hash.$d"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -29,6 +29,7 @@
 #include "maintain/privileges.h"
 #include "maintain/stats.h"
 #include "query/aggsupport.h"
+#include "query/key_read.h"
 #include "query/reads.h"
 #include "query/shared_plan.h"
 
@@ -71,6 +72,7 @@ _PG_init(void)
 	compactor_init();
 	kafka_launcher_init();
 	reads_init();
+	key_read_init();
 	shared_plan_define_gucs();
 	MarkGUCPrefixReserved("stream_ext");
 }

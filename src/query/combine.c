@@ -226,39 +226,18 @@ expanded_view(RangeTblEntry *rte)
 
 /*
  * The definition of continuous view viewid as stream_ext recorded it,
- * analyzed again; errors if viewid is none.
+ * analyzed again (cv_view_definition()); errors if viewid is none.
  */
 static Query *
 view_definition(Oid viewid, char **text)
 {
-	Oid			streamid = InvalidOid;
-	char	   *definition = catalog_view_definition(viewid, &streamid);
-	List	   *raw;
-	Query	   *def;
-	int			nestlevel;
+	Query	   *def = cv_view_definition(viewid, text);
 
-	if (definition == NULL)
+	if (def == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("stream_ext.combine() takes a column of a continuous view"),
 				 errdetail("\"%s\" is not a continuous view.", get_rel_name(viewid))));
-	/*
-	 * As CREATE VIEW deparsed it: with the pinned settings, whose
-	 * search_path (pg_catalog) made it name every other schema.  Views
-	 * made before stream_ext 0.3 recorded it under their creator's
-	 * search_path: the schemas of the view and of its stream, then public,
-	 * after pg_catalog, resolve the usual cases the same way.
-	 */
-	nestlevel = se_pin_settings(NULL);
-	(void) set_config_option("search_path",
-							 psprintf("pg_catalog, %s, %s, public",
-									  quote_identifier(get_namespace_name(get_rel_namespace(viewid))),
-									  quote_identifier(get_namespace_name(get_rel_namespace(streamid)))),
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	raw = raw_parser(definition, RAW_PARSE_DEFAULT);
-	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
-	se_unpin_settings(nestlevel);
-	*text = definition;
 	return def;
 }
 

@@ -3,8 +3,8 @@
  * viewplan.c
  *	  A continuous view's plan rebuilt from its recorded definition: what
  *	  each column is and where it is stored, for the code that works on an
- *	  existing view -- roll-ups (rollup.c) and combine() at read time
- *	  (combine.c, combine_distinct.c).
+ *	  existing view -- roll-ups (rollup.c), combine() at read time
+ *	  (combine.c, combine_distinct.c) and reads by key (key_read.c).
  *
  *	  The recorded definition is schema-qualified (CREATE VIEW deparsed it
  *	  under the pinned settings); cv_analyze() of it yields the keys and
@@ -16,8 +16,13 @@
 #include "postgres.h"
 
 #include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include "core/catalog.h"
 #include "core/security.h"
 #include "query/viewplan.h"
 
@@ -90,3 +95,39 @@ cv_distinct_side_table(CVPlan *plan, CVAgg *agg, List *parts)
 		elog(ERROR, "stream_ext: side table %d of a continuous view is missing", n);
 	return list_nth_oid(parts, n);
 }
+
+/*
+ * The definition of continuous view viewid as stream_ext recorded it,
+ * analyzed again (*text: the recorded text); NULL if viewid is none.
+ */
+Query *
+cv_view_definition(Oid viewid, char **text)
+{
+	Oid			streamid = InvalidOid;
+	char	   *definition = catalog_view_definition(viewid, &streamid);
+	List	   *raw;
+	Query	   *def;
+	int			nestlevel;
+
+	if (definition == NULL)
+		return NULL;
+	/*
+	 * As CREATE VIEW deparsed it: with the pinned settings, whose
+	 * search_path (pg_catalog) made it name every other schema.  Views
+	 * made before stream_ext 0.3 recorded it under their creator's
+	 * search_path: the schemas of the view and of its stream, then public,
+	 * after pg_catalog, resolve the usual cases the same way.
+	 */
+	nestlevel = se_pin_settings(NULL);
+	(void) set_config_option("search_path",
+							 psprintf("pg_catalog, %s, %s, public",
+									  quote_identifier(get_namespace_name(get_rel_namespace(viewid))),
+									  quote_identifier(get_namespace_name(get_rel_namespace(streamid)))),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	raw = raw_parser(definition, RAW_PARSE_DEFAULT);
+	def = parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
+	se_unpin_settings(nestlevel);
+	*text = definition;
+	return def;
+}
+

@@ -13,6 +13,7 @@
 
 #include "query/analyze.h"
 
+extern Query *cv_view_definition(Oid viewid, char **text);
 extern CVPlan *cv_reanalyze(Oid viewid, Query *def, const char *definition);
 extern CVAgg *cv_column_agg(CVPlan *plan, AttrNumber attno);
 extern Oid	cv_distinct_side_table(CVPlan *plan, CVAgg *agg, List *parts);
