@@ -53,6 +53,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_am.h"
@@ -784,6 +785,8 @@ typedef struct FbWrite
 	int			sec_context;	/* ... security-restricted */
 	int			ntuples;
 	HeapTuple  *tuples;
+	int			nindexes;		/* the delta's indexes it locked and checked */
+	Oid		   *indexoids;
 	FastBatch  *fb;				/* whose slots write them; NULL: none (it
 								 * was freed, or has another write pending) */
 } FbWrite;
@@ -806,10 +809,15 @@ StaticAssertDecl(FB_DEFER_MAX_ROW < TOAST_TUPLE_THRESHOLD, "a row put off must n
  * the end of the transaction): the wait, if any, is bounded by the lock
  * guard.  Can the write of its rows outside the subtransaction fail by the
  * unit's fault?  Not when every index is btree or hash, not unique nor an
- * exclusion constraint, without expressions or predicate.
+ * exclusion constraint, without expressions or predicate.  w gets them:
+ * the write inserts into these, whatever index becomes ready for inserts
+ * meanwhile (CREATE INDEX CONCURRENTLY of the delta's owner: it waits for
+ * this transaction, which holds the delta's lock, before it validates the
+ * index, and then adds its rows, as for any inserter that did not see the
+ * index ready).
  */
 static bool
-fb_indexes_deferrable(Relation delta)
+fb_indexes_deferrable(Relation delta, FbWrite *w, MemoryContext cxt)
 {
 	List	   *indexes;
 	ListCell   *lc;
@@ -818,9 +826,12 @@ fb_indexes_deferrable(Relation delta)
 	if (!delta->rd_rel->relhasindex)
 		return true;
 	indexes = RelationGetIndexList(delta);
+	w->indexoids = MemoryContextAlloc(cxt, sizeof(Oid) * Max(list_length(indexes), 1));
 	foreach(lc, indexes)
 	{
 		Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
+
+		w->indexoids[w->nindexes++] = lfirst_oid(lc);
 
 		if ((index->rd_rel->relam != BTREE_AM_OID &&
 			 index->rd_rel->relam != HASH_AM_OID) ||
@@ -866,8 +877,18 @@ fb_store(FbWrite *w, FastBatch *fb)
 	int			ntuples = w->ntuples;
 
 	InitResultRelInfo(rri, delta, 0, NULL, 0);
-	if (delta->rd_rel->relhasindex)
-		ExecOpenIndices(rri, false);
+	/* ExecOpenIndices() of the indexes checked (fb_indexes_deferrable()) */
+	if (w->nindexes > 0)
+	{
+		rri->ri_NumIndices = w->nindexes;
+		rri->ri_IndexRelationDescs = palloc(sizeof(Relation) * w->nindexes);
+		rri->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * w->nindexes);
+		for (int i = 0; i < w->nindexes; i++)
+		{
+			rri->ri_IndexRelationDescs[i] = index_open(w->indexoids[i], RowExclusiveLock);
+			rri->ri_IndexRelationInfo[i] = BuildIndexInfo(rri->ri_IndexRelationDescs[i]);
+		}
+	}
 	if (fb)
 	{
 		MemoryContext old = MemoryContextSwitchTo(fb->cxt);
@@ -908,7 +929,7 @@ fb_store(FbWrite *w, FastBatch *fb)
 	if (fb == NULL)
 		for (int i = 0; i < nslots; i++)
 			ExecDropSingleTupleTableSlot(slots[i]);
-	if (delta->rd_rel->relhasindex)
+	if (w->nindexes > 0)
 		ExecCloseIndices(rri);
 	FreeExecutorState(estate);
 	table_close(delta, NoLock);
@@ -1020,12 +1041,17 @@ fb_write(FastBatch *fb, FbGroup *first, uint64 ngroups, FastBatchWrites *defer)
 	FbWrite    *w = NULL;
 	bool		put_off = true;
 
-	if (defer && fb_indexes_deferrable(delta))
+	if (defer)
 	{
 		w = MemoryContextAllocZero(defer->cxt, sizeof(FbWrite));
-		w->deltaid = fb->deltaid;
-		GetUserIdAndSecContext(&w->userid, &w->sec_context);
-		w->tuples = MemoryContextAlloc(defer->cxt, sizeof(HeapTuple) * Max(ngroups, 1));
+		if (fb_indexes_deferrable(delta, w, defer->cxt))
+		{
+			w->deltaid = fb->deltaid;
+			GetUserIdAndSecContext(&w->userid, &w->sec_context);
+			w->tuples = MemoryContextAlloc(defer->cxt, sizeof(HeapTuple) * Max(ngroups, 1));
+		}
+		else
+			w = NULL;
 	}
 	/* (rows put off need it only for ExecConstraints()) */
 	if (w == NULL || fb->constraints)
