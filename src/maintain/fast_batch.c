@@ -832,7 +832,6 @@ fb_indexes_deferrable(Relation delta, FbWrite *w, MemoryContext cxt)
 		Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
 
 		w->indexoids[w->nindexes++] = lfirst_oid(lc);
-
 		if ((index->rd_rel->relam != BTREE_AM_OID &&
 			 index->rd_rel->relam != HASH_AM_OID) ||
 			index->rd_index->indisunique || index->rd_index->indisexclusion ||
