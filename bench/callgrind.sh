@@ -12,7 +12,9 @@
 #   STREAM_EXT_PGROOT=/tmp/pg-mybranch bash bench/callgrind.sh
 #
 # Streams and views are bench/core.sh's: raw (no view), w1 (W1's view),
-# w4 (W4's ten views); the input is single-row INSERTs (ins, CG_N_INS of
+# w4 (W4's ten views), and w1other: W1's view owned by another role than
+# the stream (cg_other), so that the lock guard's subtransaction runs
+# (docs/security.md, "Locks held by other roles"); the input is single-row INSERTs (ins, CG_N_INS of
 # them, default 1000), 100-row COPYs (c100, CG_N_C100, default 150) or
 # 10,000-row COPYs (c10000, CG_N_C10000, default 5) of core.sh's rows.
 # The module installed in $(pg_config --pkglibdir) is measured (make
@@ -82,10 +84,16 @@ KEYS="k, date_bin('1 minute', ts, '2000-01-01') AS minute"
 {
 	echo "CREATE EXTENSION stream_ext"
 	echo "CREATE FUNCTION public.rows(lo int, hi int) RETURNS TABLE (k int, ts timestamptz, v int) LANGUAGE sql IMMUTABLE AS \$\$ SELECT ((hashint4(i) % 1000) + 1000) % 1000, timestamptz '2024-01-01 00:00:00+00' + i * interval '4 ms' + (hashint4(-i) % 2000) * interval '1 ms', (i * 37) % 100 FROM generate_series(lo, hi) i \$\$"
-	for s in raw w1 w4; do
+	for s in raw w1 w4 w1other; do
 		echo "SELECT stream_ext.create_stream('public.$s', 'k int, ts timestamptz, v int')"
 	done
 	echo "CREATE VIEW public.cv_w1 WITH (continuous) AS SELECT $KEYS, $(agg_list 1) FROM public.w1 GROUP BY k, minute"
+	echo "CREATE ROLE cg_other"
+	echo "GRANT CREATE ON SCHEMA public TO cg_other"
+	echo "GRANT SELECT ON public.w1other TO cg_other"
+	echo "SET ROLE cg_other"
+	echo "CREATE VIEW public.cv_w1other WITH (continuous) AS SELECT $KEYS, $(agg_list 1) FROM public.w1other GROUP BY k, minute"
+	echo "RESET ROLE"
 	for i in $(seq 1 10); do
 		echo "CREATE VIEW public.cv_w4_$i WITH (continuous) AS SELECT $KEYS, $(agg_list "$i") FROM public.w4 GROUP BY k, minute"
 	done

@@ -96,10 +96,13 @@ DROP VIEW ge67.bad, ge67.bad_up, ge67.g1, ge67.g2, ge67.bad2;
 SELECT count(*) AS invalid FROM stream_ext.invalid_objects WHERE object::text LIKE 'ge67.%';
 -- Subtransaction ids (docs/security.md, "Cost"): the guarded part of a
 -- batch runs in one subtransaction for all of another role's units, so a
--- statement takes one subtransaction id however many of them it feeds (a
--- transaction with more than 64 overflows PostgreSQL's cache of them).
--- Four units of ge67_other (different keys) and one of the owner: counted
--- as the xids the statement consumed besides its own top-level one.
+-- statement takes at most one subtransaction id however many of them it
+-- feeds (a transaction with more than 64 overflows PostgreSQL's cache of
+-- them) -- and none when they are aggregated without the executor
+-- (stream_ext.fast_batches): those write their delta rows after the
+-- subtransaction (sql/75_guard_no_subxid.sql).  Four units of ge67_other
+-- (different keys) and one of the owner, first with the executor for all:
+-- counted as the xids the statement consumed besides its own top-level one.
 SET ROLE ge67_owner;
 SELECT stream_ext.create_stream('ge67.sx', 'a int, b int, c int');
 GRANT SELECT ON ge67.sx TO ge67_other;
@@ -109,18 +112,30 @@ CREATE VIEW ge67.sx1 WITH (continuous) AS SELECT a, count(*) AS n FROM ge67.sx G
 CREATE VIEW ge67.sx2 WITH (continuous) AS SELECT b, count(*) AS n FROM ge67.sx GROUP BY b;
 CREATE VIEW ge67.sx3 WITH (continuous) AS SELECT c, count(*) AS n FROM ge67.sx GROUP BY c;
 CREATE VIEW ge67.sx4 WITH (continuous) AS SELECT a, b, sum(c) AS s FROM ge67.sx GROUP BY a, b;
--- one picky view among them: marked invalid, the others run again, still
--- in one subtransaction
+-- one picky view among them (its user function: always the executor):
+-- marked invalid, the others run again, still in one subtransaction
 CREATE VIEW ge67.sx5 WITH (continuous) AS SELECT a, sum(ge67.picky(c)) AS s FROM ge67.sx WHERE b > 0 GROUP BY a;
 SET ROLE ge67_owner;
 INSERT INTO ge67.sx VALUES (1, 1, 1);
+SET stream_ext.fast_batches = off;
 SELECT pg_current_xact_id()::text::bigint AS x0 \gset
 INSERT INTO ge67.sx VALUES (1, 2, 3), (2, 2, 3);
 SELECT pg_current_xact_id()::text::bigint - :x0 - 2 AS subxids;
+-- with the executor-free path, only sx5's statement writes in it: one
+RESET stream_ext.fast_batches;
+SELECT pg_current_xact_id()::text::bigint AS x0 \gset
+INSERT INTO ge67.sx VALUES (1, 2, 3);
+SELECT pg_current_xact_id()::text::bigint - :x0 - 2 AS subxids;
 -- sx5 fails on c = 14: that subtransaction is rolled back, the other
 -- units run again in a second one and their work is kept
+SET stream_ext.fast_batches = off;
 SELECT pg_current_xact_id()::text::bigint AS x0 \gset
 INSERT INTO ge67.sx VALUES (3, 1, 14);
+SELECT pg_current_xact_id()::text::bigint - :x0 - 2 AS subxids;
+-- sx5 invalid, the others write nothing in the subtransaction: none
+RESET stream_ext.fast_batches;
+SELECT pg_current_xact_id()::text::bigint AS x0 \gset
+INSERT INTO ge67.sx VALUES (4, 2, 3);
 SELECT pg_current_xact_id()::text::bigint - :x0 - 2 AS subxids;
 SELECT object FROM stream_ext.invalid_objects WHERE object::text LIKE 'ge67.sx%';
 SET ROLE ge67_other;

@@ -38,17 +38,26 @@
  *	  ExecConstraints() when the delta has NOT NULL or CHECK constraints,
  *	  inserted with heap_multi_insert() and their index entries with
  *	  ExecInsertIndexTuples().  Anything else runs the statement with SPI.
- *	  See docs/internals.md, "Batches without the executor".
+ *	  Under the lock guard (lock_guard.c) the rows are computed and
+ *	  checked in its subtransaction and written after it, so that it takes
+ *	  no subtransaction id (fast_batch_defer_begin()).  See
+ *	  docs/internals.md, "Batches without the executor".
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -157,6 +166,14 @@ struct FastBatch
 	TupleTableSlot *keyslot;	/* a group's keys, for the expressions */
 
 	MemoryContext batchcxt;		/* reset per batch */
+
+	/*
+	 * A write of this batch's rows put off past the lock guard's
+	 * subtransaction (fast_batch_defer_begin()) writes them with outslots;
+	 * should this struct be freed first, forget unlinks it (fb_forget()).
+	 */
+	struct FbWrite *pending;
+	MemoryContextCallback forget;
 
 	/*
 	 * What the transition functions are called with as context: an
@@ -728,27 +745,321 @@ fb_flush(FastBatch *fb, Relation delta, ResultRelInfo *rri, EState *estate,
 	}
 }
 
+/* ---- writes put off past the lock guard's subtransaction ------------------ */
+
+/*
+ * The lock guard (lock_guard.c) runs the units of another role's objects
+ * in a subtransaction, and a subtransaction that writes takes a
+ * subtransaction id.  So while its scope (fast_batch_defer_begin()) is
+ * open, a fast batch of that batch does everything that can wait for a
+ * lock or fail by its unit's fault in the subtransaction -- the locks of
+ * the delta and of its indexes, the privilege check, the aggregation, the
+ * delta rows formed and checked by ExecConstraints() -- and hands the rows
+ * to the scope instead of writing them; the guard releases the
+ * subtransaction (nothing written: no id) and writes them in the
+ * inserting transaction (fast_batch_write_deferred()), as the owner they
+ * were computed as.  A row is put off only when writing it can fail for
+ * no fault of the unit's (guard_contains()): the delta's indexes are
+ * btree or hash, neither unique nor exclusion constraints, without
+ * expressions or predicates (fb_indexes_deferrable()), and the row is
+ * small enough to need no TOAST and to fit any index entry, and holds no
+ * TOAST pointer (FB_DEFER_MAX_ROW).  Then the write takes no lock that
+ * the subtransaction has not taken, runs no code of the owner's, and can
+ * fail only for a lack of resources or a system or internal error, which
+ * fail the insert with or without the guard.  A batch whose rows do not
+ * qualify writes them in the subtransaction, as before.
+ */
+struct FastBatchWrites
+{
+	Tuplestorestate *batch;		/* the transition table of the batch */
+	MemoryContext cxt;			/* the caller's: the rows put off */
+	List	   *writes;			/* FbWrite, in cxt */
+	FastBatchWrites *outer;		/* the scope of an enclosing guard */
+};
+
+/* one delta's rows put off */
+typedef struct FbWrite
+{
+	Oid			deltaid;
+	Oid			userid;			/* the owner, as it computed them */
+	int			sec_context;	/* ... security-restricted */
+	int			ntuples;
+	HeapTuple  *tuples;
+	int			nindexes;		/* the delta's indexes it locked and checked */
+	Oid		   *indexoids;
+	FastBatch  *fb;				/* whose slots write them; NULL: none (it
+								 * was freed, or has another write pending) */
+} FbWrite;
+
+static FastBatchWrites *defer_scope = NULL;
+
+/*
+ * The largest delta row put off: heap_insert() toasts a row above
+ * TOAST_TUPLE_THRESHOLD (a lock of the TOAST table), and a btree refuses
+ * an entry above about a third of a page (54000).  An index entry holds
+ * at most the row's data plus a header and alignment padding of up to
+ * INDEX_MAX_KEYS columns, so a row under a quarter of a page less that
+ * fits both.
+ */
+#define FB_DEFER_MAX_ROW	(BLCKSZ / 4 - INDEX_MAX_KEYS * MAXIMUM_ALIGNOF - 2 * MAXIMUM_ALIGNOF)
+StaticAssertDecl(FB_DEFER_MAX_ROW < TOAST_TUPLE_THRESHOLD, "a row put off must need no TOAST");
+
+/*
+ * Lock the indexes of delta as the write will (RowExclusiveLock, kept to
+ * the end of the transaction): the wait, if any, is bounded by the lock
+ * guard.  Can the write of its rows outside the subtransaction fail by the
+ * unit's fault?  Not when every index is btree or hash, not unique nor an
+ * exclusion constraint, without expressions or predicate.  w gets them:
+ * the write inserts into these, whatever index becomes ready for inserts
+ * meanwhile (CREATE INDEX CONCURRENTLY of the delta's owner: it waits for
+ * this transaction, which holds the delta's lock, before it validates the
+ * index, and then adds its rows, as for any inserter that did not see the
+ * index ready).
+ */
+static bool
+fb_indexes_deferrable(Relation delta, FbWrite *w, MemoryContext cxt)
+{
+	List	   *indexes;
+	ListCell   *lc;
+	bool		ok = true;
+
+	if (!delta->rd_rel->relhasindex)
+		return true;
+	indexes = RelationGetIndexList(delta);
+	w->indexoids = MemoryContextAlloc(cxt, sizeof(Oid) * Max(list_length(indexes), 1));
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
+
+		w->indexoids[w->nindexes++] = lfirst_oid(lc);
+		if ((index->rd_rel->relam != BTREE_AM_OID &&
+			 index->rd_rel->relam != HASH_AM_OID) ||
+			index->rd_index->indisunique || index->rd_index->indisexclusion ||
+			!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
+			!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+			ok = false;
+		index_close(index, NoLock);
+	}
+	list_free(indexes);
+	return ok;
+}
+
+/* fb's memory is being freed: its write put off makes slots of its own */
+static void
+fb_forget(void *arg)
+{
+	FastBatch  *fb = arg;
+
+	if (fb->pending)
+		fb->pending->fb = NULL;
+	fb->pending = NULL;
+}
+
+/*
+ * The rows of write w (formed with its delta's descriptor) into the delta
+ * and its indexes, FB_MULTI per table_multi_insert(), with the slots of
+ * FastBatch fb (made once, as fb_write() makes them), or of its own when
+ * NULL; in the subtransaction (a batch whose rows were not put off) or
+ * after it (fast_batch_write_deferred()).  The delta and its indexes are
+ * locked already.  The slots free the rows.
+ */
+static void
+fb_store(FbWrite *w, FastBatch *fb)
+{
+	Relation	delta = table_open(w->deltaid, RowExclusiveLock);
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	CommandId	cid = GetCurrentCommandId(true);
+	int			nslots = Min(w->ntuples, FB_MULTI);
+	TupleTableSlot **slots;
+	HeapTuple  *tuples = w->tuples;
+	int			ntuples = w->ntuples;
+
+	InitResultRelInfo(rri, delta, 0, NULL, 0);
+	/* ExecOpenIndices() of the indexes checked (fb_indexes_deferrable()) */
+	if (w->nindexes > 0)
+	{
+		rri->ri_NumIndices = w->nindexes;
+		rri->ri_IndexRelationDescs = palloc(sizeof(Relation) * w->nindexes);
+		rri->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * w->nindexes);
+		for (int i = 0; i < w->nindexes; i++)
+		{
+			rri->ri_IndexRelationDescs[i] = index_open(w->indexoids[i], RowExclusiveLock);
+			rri->ri_IndexRelationInfo[i] = BuildIndexInfo(rri->ri_IndexRelationDescs[i]);
+		}
+	}
+	if (fb)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fb->cxt);
+
+		while (fb->noutslots < nslots)
+			fb->outslots[fb->noutslots++] =
+				MakeSingleTupleTableSlot(fb->deltadesc, &TTSOpsHeapTuple);
+		MemoryContextSwitchTo(old);
+		slots = fb->outslots;
+	}
+	else
+	{
+		slots = palloc(sizeof(TupleTableSlot *) * Max(nslots, 1));
+		for (int i = 0; i < nslots; i++)
+			slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(delta), &TTSOpsHeapTuple);
+	}
+	for (int done = 0; done < ntuples; done += nslots)
+	{
+		int			n = Min(nslots, ntuples - done);
+
+		for (int i = 0; i < n; i++)
+			ExecStoreHeapTuple(tuples[done + i], slots[i], true);
+		if (n == 1)
+			table_tuple_insert(delta, slots[0], cid, 0, NULL);
+		else
+			table_multi_insert(delta, slots, n, cid, 0, NULL);
+		for (int i = 0; i < n; i++)
+		{
+			if (rri->ri_NumIndices > 0)
+			{
+				ResetPerTupleExprContext(estate);
+				(void) ExecInsertIndexTuples(rri, slots[i], estate, false, false,
+											 NULL, NIL);
+			}
+			ExecClearTuple(slots[i]);
+		}
+	}
+	if (fb == NULL)
+		for (int i = 0; i < nslots; i++)
+			ExecDropSingleTupleTableSlot(slots[i]);
+	if (w->nindexes > 0)
+		ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(delta, NoLock);
+	w->ntuples = 0;
+}
+
+/*
+ * Open the scope of the batch whose transition table is batch (the lock
+ * guard's units of it, in its subtransaction): their fast batches put
+ * their writes off to fast_batch_write_deferred().  Batches of nested
+ * statements (another transition table) write as usual.  In the caller's
+ * memory, which must outlive the subtransaction: the rows put off are
+ * kept there (the trigger's SPI memory, freed when it returns).
+ */
+FastBatchWrites *
+fast_batch_defer_begin(Tuplestorestate *batch)
+{
+	FastBatchWrites *scope = palloc0(sizeof(FastBatchWrites));
+
+	scope->batch = batch;
+	scope->cxt = CurrentMemoryContext;
+	scope->outer = defer_scope;
+	defer_scope = scope;
+	return scope;
+}
+
+/* close the scope (before the subtransaction ends); its writes stay */
+void
+fast_batch_defer_end(FastBatchWrites *scope)
+{
+	defer_scope = scope->outer;
+}
+
+/*
+ * Close the scope and forget its writes (the subtransaction rolled back;
+ * their memory goes with the caller's)
+ */
+void
+fast_batch_defer_discard(FastBatchWrites *scope)
+{
+	ListCell   *lc;
+
+	defer_scope = scope->outer;
+	foreach(lc, scope->writes)
+	{
+		FbWrite    *w = lfirst(lc);
+
+		if (w->fb && w->fb->pending == w)
+			w->fb->pending = NULL;
+		w->fb = NULL;
+	}
+	scope->writes = NIL;
+}
+
+/*
+ * Write the rows the scope's batches put off, in the transaction the
+ * subtransaction was released into, each as the owner and in the
+ * security context it was computed in.  What can fail here is no unit's
+ * fault (see above): it fails the insert.
+ */
+void
+fast_batch_write_deferred(FastBatchWrites *scope)
+{
+	ListCell   *lc;
+
+	/*
+	 * Unlinked first (an error fails the insert: no FastBatch may point to
+	 * a write then); nothing frees a FastBatch while the rows go in.
+	 */
+	foreach(lc, scope->writes)
+	{
+		FbWrite    *w = lfirst(lc);
+
+		if (w->fb && w->fb->pending == w)
+			w->fb->pending = NULL;
+	}
+	foreach(lc, scope->writes)
+	{
+		FbWrite    *w = lfirst(lc);
+		Oid			save_userid;
+		int			save_sec_context;
+
+		GetUserIdAndSecContext(&save_userid, &save_sec_context);
+		SetUserIdAndSecContext(w->userid, w->sec_context);
+		fb_store(w, w->fb);
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+	}
+	defer_scope = scope->outer;
+	scope->writes = NIL;
+}
+
 /*
  * Append the groups to the delta, FB_MULTI rows per heap_multi_insert()
- * (as COPY does), then their index entries; returns how many.
+ * (as COPY does), then their index entries; returns how many.  In a scope
+ * of the lock guard (defer), the rows are formed and checked, the indexes
+ * locked, and the rows put off to it when they qualify (above).
  */
 static uint64
-fb_write(FastBatch *fb, FbGroup *first)
+fb_write(FastBatch *fb, FbGroup *first, uint64 ngroups, FastBatchWrites *defer)
 {
 	Relation	delta = table_open(fb->deltaid, RowExclusiveLock);
-	EState	   *estate = CreateExecutorState();
+	EState	   *estate = NULL;
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
 	CommandId	cid = GetCurrentCommandId(true);
 	Datum	   *values = palloc(sizeof(Datum) * Max(fb->ncols, 1));
 	bool	   *nulls = palloc(sizeof(bool) * Max(fb->ncols, 1));
 	uint64		n = 0;
 	int			pending = 0;
+	FbWrite    *w = NULL;
+	bool		put_off = true;
 
+	if (defer)
+	{
+		w = MemoryContextAllocZero(defer->cxt, sizeof(FbWrite));
+		if (fb_indexes_deferrable(delta, w, defer->cxt))
+		{
+			w->deltaid = fb->deltaid;
+			GetUserIdAndSecContext(&w->userid, &w->sec_context);
+			w->tuples = MemoryContextAlloc(defer->cxt, sizeof(HeapTuple) * Max(ngroups, 1));
+		}
+		else
+			w = NULL;
+	}
+	/* (rows put off need it only for ExecConstraints()) */
+	if (w == NULL || fb->constraints)
+		estate = CreateExecutorState();
 	/* (ExecConstraints()'s error names the columns the statement inserts) */
 	if (fb->constraints)
 		ExecInitRangeTable(estate, fb->rtable);
 	InitResultRelInfo(rri, delta, fb->deltarti, NULL, 0);
-	if (delta->rd_rel->relhasindex)
+	if (w == NULL && delta->rd_rel->relhasindex)
 		ExecOpenIndices(rri, false);
 	for (FbGroup *g = first; g; g = g->next)
 	{
@@ -799,6 +1110,24 @@ fb_write(FastBatch *fb, FbGroup *first)
 				MakeSingleTupleTableSlot(fb->deltadesc, &TTSOpsHeapTuple);
 			MemoryContextSwitchTo(old);
 		}
+		if (w)
+		{
+			/* formed where it waits for the write, and checked now */
+			MemoryContext old = MemoryContextSwitchTo(defer->cxt);
+
+			tuple = heap_form_tuple(fb->deltadesc, values, nulls);
+			MemoryContextSwitchTo(old);
+			w->tuples[w->ntuples++] = tuple;
+			put_off &= tuple->t_len <= FB_DEFER_MAX_ROW && !HeapTupleHasExternal(tuple);
+			if (fb->constraints)
+			{
+				ExecStoreHeapTuple(tuple, fb->outslots[0], false);
+				ExecConstraints(rri, fb->outslots[0], estate);
+				ExecClearTuple(fb->outslots[0]);
+			}
+			n++;
+			continue;
+		}
 		tuple = heap_form_tuple(fb->deltadesc, values, nulls);
 		ExecStoreHeapTuple(tuple, fb->outslots[pending], true);
 		if (fb->constraints)
@@ -812,15 +1141,39 @@ fb_write(FastBatch *fb, FbGroup *first)
 		}
 	}
 	ResetExprContext(fb->econtext);
-	if (delta->rd_rel->relhasindex)
+	if (w == NULL && delta->rd_rel->relhasindex)
 		ExecCloseIndices(rri);
-	FreeExecutorState(estate);
+	if (estate)
+		FreeExecutorState(estate);
 	table_close(delta, NoLock);
+	if (w && w->ntuples > 0)
+	{
+		if (put_off)
+		{
+			MemoryContext old = MemoryContextSwitchTo(defer->cxt);
+
+			defer->writes = lappend(defer->writes, w);
+			MemoryContextSwitchTo(old);
+			/* its slots, unless a write of a nested batch has them */
+			if (fb->pending == NULL)
+			{
+				w->fb = fb;
+				fb->pending = w;
+			}
+		}
+		else
+		{
+			/* a wide row: all of them now, in the subtransaction */
+			fb_store(w, fb);
+			pfree(w->tuples);
+			pfree(w);
+		}
+	}
 	return n;
 }
 
 static uint64
-fb_aggregate(FastBatch *fb, Tuplestorestate *rows)
+fb_aggregate(FastBatch *fb, Tuplestorestate *rows, FastBatchWrites *defer)
 {
 	ExprContext *econtext = fb->econtext;
 	uint64		nrows = tuplestore_tuple_count(rows);
@@ -919,7 +1272,7 @@ fb_aggregate(FastBatch *fb, Tuplestorestate *rows)
 	}
 	ResetExprContext(econtext);
 	ExecClearTuple(fb->inslot);
-	return fb_write(fb, first);
+	return fb_write(fb, first, ngroups, defer);
 }
 
 /*
@@ -982,6 +1335,9 @@ fast_batch_run(FastBatch **state, MemoryContext cxt, SPIPlanPtr plan,
 		fb->cplan = cplan;
 		fb->generation = cplan->generation;
 		fb->query = pstrdup(((CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan)))->query_string);
+		fb->forget.func = fb_forget;
+		fb->forget.arg = fb;
+		MemoryContextRegisterResetCallback(fcxt, &fb->forget);
 		fb_compile(fb, cplan, trigdata);
 		MemoryContextSwitchTo(old);
 		*state = fb;
@@ -1004,7 +1360,9 @@ fast_batch_run(FastBatch **state, MemoryContext cxt, SPIPlanPtr plan,
 
 	MemoryContextReset(fb->batchcxt);
 	old = MemoryContextSwitchTo(fb->batchcxt);
-	*groups = fb_aggregate(fb, trigdata->tg_newtable);
+	*groups = fb_aggregate(fb, trigdata->tg_newtable,
+						   defer_scope && defer_scope->batch == trigdata->tg_newtable ?
+						   defer_scope : NULL);
 	MemoryContextSwitchTo(old);
 	error_context_stack = errcallback.previous;
 	MemoryContextReset(fb->batchcxt);

@@ -18,8 +18,13 @@
  *	  transaction with more than 64 overflows PGPROC's cache of them,
  *	  which slows every snapshot in the cluster) with lock_timeout set to
  *	  stream_ext.maintenance_lock_timeout (milliseconds; 0 turns the guard
- *	  off).  Every lock it waits for -- a relation's, an index's, a row's,
- *	  another transaction's -- is bounded by it.  When it expires
+ *	  off).  The units aggregated without the executor write nothing in
+ *	  it: they take their locks, check privileges and constraints and
+ *	  compute their delta rows there, and the rows are written after the
+ *	  subtransaction is released (fast_batch.c, fast_batch_defer_begin()),
+ *	  so that the common case takes no subtransaction id at all.  Every
+ *	  lock it waits for -- a relation's, an index's, a row's, another
+ *	  transaction's -- is bounded by it.  When it expires
  *	  (55P03, lock_not_available), the subtransaction is rolled back (the
  *	  unit wrote nothing; the other units run again in a new one), the
  *	  object is marked invalid as one whose owner
@@ -47,6 +52,7 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 
+#include "maintain/fast_batch.h"
 #include "maintain/lock_guard.h"
 #include "maintain/privileges.h"
 
@@ -151,8 +157,10 @@ mark_unit_invalid(ErrorData *edata, List *invalid, const char *kind)
 /*
  * run(unit, trigdata, rows) for each of units (guarded units of one batch,
  * in order) in ONE subtransaction with the bounded lock wait: a batch takes
- * one subtransaction id for all of them, not one per unit.  On a lock
- * timeout or another error guard_contains() in a unit, the subtransaction
+ * one subtransaction id for all of them, not one per unit -- none when
+ * they only run fast batches, whose rows are written after the release,
+ * in the caller's transaction (an error there is not the units').  On a
+ * lock timeout or another error guard_contains() in a unit, the subtransaction
  * is rolled back, the objects invalid(unit, &kind) lists are marked
  * invalid, and the other units run again in a new subtransaction (those
  * that had run were rolled back with it); an error whose unit lists no
@@ -169,6 +177,7 @@ lock_guard_run_units(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 	ResourceOwner caller_owner = CurrentResourceOwner;
 	List	   *volatile pending = list_copy(units);
 	bool		outer_owner_code = owner_code;
+	FastBatchWrites *volatile writes = NULL;
 
 	while (pending != NIL)
 	{
@@ -185,11 +194,14 @@ lock_guard_run_units(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 			(void) set_config_option("lock_timeout",
 									 psprintf("%d", stream_ext_maintenance_lock_timeout),
 									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+			/* the delta rows of fast batches wait for the release */
+			writes = fast_batch_defer_begin(trigdata->tg_newtable);
 			foreach(lc, pending)
 			{
 				current = lfirst(lc);
 				run(current, trigdata, rows);
 			}
+			fast_batch_defer_end(writes);
 			AtEOXact_GUC(true, nestlevel);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(caller_cxt);
@@ -205,6 +217,9 @@ lock_guard_run_units(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 			bool		in_owner_code = owner_code;
 
 			MemoryContextSwitchTo(caller_cxt);
+			if (writes != NULL)
+				fast_batch_defer_discard(writes);
+			writes = NULL;
 			edata = CopyErrorData();
 			FlushErrorState();
 			RollbackAndReleaseCurrentSubTransaction();
@@ -224,4 +239,12 @@ lock_guard_run_units(void (*run) (struct SeBatchEntry *, TriggerData *, uint64),
 		}
 		PG_END_TRY();
 	}
+
+	/*
+	 * The subtransaction wrote nothing of the fast batches (no id if
+	 * nothing else wrote): their delta rows, with the locks it took, go in
+	 * now, as their owners -- an error here is not the units' (fast_batch.c)
+	 */
+	if (writes != NULL)
+		fast_batch_write_deferred(writes);
 }
