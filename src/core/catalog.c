@@ -439,6 +439,121 @@ catalog_view_in_schema(Oid nspid)
 	return result;
 }
 
+/*
+ * The users of objects recorded by ddl/used_objects.c and query/joins.c:
+ * NORMAL dependencies of materializations and transforms, on anything but
+ * a stream.  Rows: what it is ("continuous view v"), refclassid, refobjid,
+ * refobjsubid.
+ */
+static char *
+used_objects_sql(void)
+{
+	return psprintf("SELECT u.what, d.refclassid, d.refobjid, d.refobjsubid"
+					"  FROM pg_catalog.pg_depend d,"
+					"       LATERAL (SELECT 'continuous view ' OPERATOR(pg_catalog.||) v.view::pg_catalog.text"
+					"                  FROM stream_ext.view_catalog v"
+					"                 WHERE d.objid OPERATOR(pg_catalog.=) v.matrel%s) u(what)"
+					" WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+					"   AND d.deptype = 'n'"
+					"   AND NOT (d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+					"            AND d.refobjid IN (SELECT s.stream FROM stream_ext.stream_catalog s))",
+					has_transform_catalog() ?
+					" UNION ALL SELECT 'continuous transform ' OPERATOR(pg_catalog.||) t.transform::pg_catalog.text"
+					"  FROM stream_ext.transform_catalog t"
+					" WHERE d.objid OPERATOR(pg_catalog.=) t.transform" : "");
+}
+
+/*
+ * A continuous view or transform whose SQL names object (classid, objid)
+ * -- column subid of it; 0: the object or any of its columns --, or NULL.
+ */
+char *
+catalog_object_user(Oid classid, Oid objid, int32 subid)
+{
+	CatalogArgs args = {0};
+	char	   *result = NULL;
+
+	arg_oid(&args, classid);
+	arg_oid(&args, objid);
+	arg_datum(&args, INT4OID, Int32GetDatum(subid), false);
+	catalog_exec(psprintf("SELECT what FROM (%s) x"
+						  " WHERE refclassid = $1 AND refobjid = $2"
+						  "   AND ($3 = 0 OR refobjsubid = $3)"
+						  " ORDER BY 1 LIMIT 1", used_objects_sql()),
+				 &args, 0, 0, row_first_text, &result);
+	return result;
+}
+
+/* the same for any object of schema nspid */
+char *
+catalog_schema_object_user(Oid nspid)
+{
+	char	   *result = NULL;
+
+	catalog_rows_oid(psprintf("SELECT what FROM (%s) x"
+							  " WHERE CASE refclassid"
+							  "  WHEN 'pg_catalog.pg_class'::pg_catalog.regclass THEN"
+							  "   (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = refobjid)"
+							  "  WHEN 'pg_catalog.pg_proc'::pg_catalog.regclass THEN"
+							  "   (SELECT pronamespace FROM pg_catalog.pg_proc WHERE oid = refobjid)"
+							  "  WHEN 'pg_catalog.pg_type'::pg_catalog.regclass THEN"
+							  "   (SELECT typnamespace FROM pg_catalog.pg_type WHERE oid = refobjid)"
+							  "  WHEN 'pg_catalog.pg_operator'::pg_catalog.regclass THEN"
+							  "   (SELECT oprnamespace FROM pg_catalog.pg_operator WHERE oid = refobjid)"
+							  "  WHEN 'pg_catalog.pg_collation'::pg_catalog.regclass THEN"
+							  "   (SELECT collnamespace FROM pg_catalog.pg_collation WHERE oid = refobjid)"
+							  " END = $1"
+							  " ORDER BY 1 LIMIT 1", used_objects_sql()),
+					 nspid, 0, 0, row_first_text, &result);
+	return result;
+}
+
+/*
+ * The continuous views whose recorded definition names stream relid: its
+ * own, and those joining it (their materialization depends on it).
+ */
+List *
+catalog_views_naming_stream(Oid relid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT v.view::pg_catalog.oid FROM stream_ext.view_catalog v"
+					 " WHERE v.stream = $1"
+					 "    OR EXISTS (SELECT FROM pg_catalog.pg_depend d"
+					 "                WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 "                  AND d.objid = v.matrel"
+					 "                  AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 "                  AND d.refobjid = $1)"
+					 " ORDER BY 1",
+					 relid, 0, 0, row_append_oid, &result);
+	return result;
+}
+
+/* the streams in schema nspid */
+List *
+catalog_streams_in_schema(Oid nspid)
+{
+	List	   *result = NIL;
+
+	catalog_rows_oid("SELECT s.stream::pg_catalog.oid FROM stream_ext.stream_catalog s"
+					 " JOIN pg_catalog.pg_class c ON c.oid = s.stream"
+					 " WHERE c.relnamespace = $1 ORDER BY 1",
+					 nspid, 0, 0, row_append_oid, &result);
+	return result;
+}
+
+/* continuous view viewid's recorded definition becomes definition */
+void
+catalog_set_view_definition(Oid viewid, const char *definition)
+{
+	CatalogArgs args = {0};
+
+	arg_oid(&args, viewid);
+	arg_text(&args, definition);
+	catalog_write_one("UPDATE stream_ext.view_catalog SET definition = $2 WHERE view = $1",
+					  &args, "the definition of view", viewid);
+}
+
 /* the owners of the continuous views of stream relid */
 List *
 catalog_view_owners(Oid relid)

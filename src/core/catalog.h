@@ -45,6 +45,11 @@ extern char *catalog_column_user(Oid relid, const char *attname);
 extern void catalog_report_needs_update(const char *feature) pg_attribute_noreturn();
 extern void catalog_require_table(const char *name, const char *feature);
 extern char *catalog_view_in_schema(Oid nspid);
+extern char *catalog_object_user(Oid classid, Oid objid, int32 subid);
+extern char *catalog_schema_object_user(Oid nspid);
+extern List *catalog_views_naming_stream(Oid relid);
+extern List *catalog_streams_in_schema(Oid nspid);
+extern void catalog_set_view_definition(Oid viewid, const char *definition);
 extern List *catalog_view_owners(Oid relid);
 extern void catalog_insert_stream(Oid relid, bool retain);
 extern void catalog_insert_view(Oid viewid, Oid streamid, Oid matrelid,

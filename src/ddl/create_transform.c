@@ -41,6 +41,7 @@
 #include "core/util.h"
 #include "ddl/create_steps.h"
 #include "ddl/create_transform.h"
+#include "ddl/used_objects.h"
 #include "query/analyze.h"
 #include "query/joins.h"
 #include "query/sjoin_left.h"
@@ -385,6 +386,7 @@ transform_build(TransformBuild *ct)
 	se_record_dependency(RelationRelationId, ct->viewid, RelationRelationId, ct->streamid,
 						 DEPENDENCY_NORMAL);
 	joins_record_dependencies(ct->query, ct->viewid);
+	ddl_record_used_objects(ct->viewid, ct->query);
 
 	(void) create_stream_trigger(ct->streamid,
 								 psprintf("stream_ext_transform_%u", ct->viewid),

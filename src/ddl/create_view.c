@@ -65,6 +65,7 @@
 #include "ddl/rebuild.h"
 #include "ddl/replace_view.h"
 #include "ddl/shared_storage.h"
+#include "ddl/used_objects.h"
 #include "ddl/view_options.h"
 #include "maintain/changes.h"
 #include "maintain/maintain.h"
@@ -609,6 +610,7 @@ create_build(ViewBuild *cv)
 		se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
 							 plan->streamid, DEPENDENCY_NORMAL);
 	joins_record_dependencies(plan->query, obj->matrelid);
+	ddl_record_used_objects(obj->matrelid, plan->query);
 	foreach(lc, obj->auxids)
 		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
 							 obj->viewid, DEPENDENCY_INTERNAL);

@@ -28,6 +28,7 @@
 #include "core/catalog.h"
 #include "core/util.h"
 #include "ddl/restore.h"
+#include "ddl/used_objects.h"
 #include "query/joins.h"
 #include "query/rollup.h"
 
@@ -207,6 +208,9 @@ ddl_restore_dependencies(Oid streamid)
 
 		n += joins_restore_dependencies(obj->sql,
 										obj->transform ? obj->objid : obj->relid);
+		/* functions, types, ... of its definition (ddl/used_objects.c) */
+		if (!obj->transform)
+			n += ddl_restore_used_objects(obj->objid, obj->relid);
 	}
 	return n;
 }

@@ -34,6 +34,7 @@
 #include "ddl/replace_view.h"
 #include "ddl/restore.h"
 #include "ddl/shared_members.h"
+#include "ddl/used_objects.h"
 #include "ddl/utility.h"
 #include "query/shared_plan.h"
 #include "housekeeping/retention.h"
@@ -337,6 +338,7 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		drops = false;
+	List	   *renamed = NIL;	/* definitions naming a stream renamed */
 	CreateTrigStmt *trigger = NULL;
 	GrantStmt  *grant = NULL;
 	bool		schedule;
@@ -390,8 +392,16 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 				return;
 			}
 			check_alter(parsetree);
+			/* functions, types, joined tables named by maintenance SQL */
+			if (!IsA(parsetree, AlterTableStmt))
+			{
+				ddl_check_used_object_alter(parsetree);
+				renamed = ddl_definitions_before_alter(parsetree);
+			}
 		}
 	}
+	else if (IsA(parsetree, AlterEnumStmt) && stream_ext_installed())
+		ddl_check_used_object_alter(parsetree);
 	else if (IsA(parsetree, DropStmt))
 	{
 		drops = !((DropStmt *) parsetree)->concurrent;
@@ -417,6 +427,9 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	/* its views' recorded definitions name the stream anew (ddl/used_objects.c) */
+	ddl_record_renamed_stream(renamed);
 
 	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
 	{

@@ -47,6 +47,10 @@ CREATE VIEW per_section WITH (continuous) AS
    GROUP BY p.section;
 CREATE VIEW clicks_sections WITH (continuous) AS
   SELECT c.url, c.v, p.section FROM clicks c LEFT JOIN pages p ON p.url = c.url;
+-- a view using a function (its maintenance statement names it)
+CREATE FUNCTION url_group(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT upper($1)$$;
+CREATE VIEW per_group WITH (continuous) AS
+  SELECT url_group(url) AS g, count(*) AS n FROM clicks GROUP BY 1;
 SET ROLE alice;
 SELECT stream_ext.create_stream('"Sch ema"."Odd Stream"', '"Weird Col" text, n int');
 CREATE VIEW "Sch ema"."Odd View" WITH (continuous) AS
@@ -109,6 +113,7 @@ sub base_oracle
 		'per_section' => q{SELECT p.section, count(*), sum(c.v) FROM clicks c JOIN pages p
                             ON p.url = c.url GROUP BY 1},
 		'clicks_sections' => q{SELECT c.url, c.v, p.section FROM clicks c LEFT JOIN pages p ON p.url = c.url},
+		'per_group' => q{SELECT url_group(url), count(*) FROM clicks GROUP BY 1},
 		'"Sch ema"."Odd View"' =>
 		  q{SELECT "Weird Col", count(*), sum(n) FROM "Sch ema"."Odd Stream" GROUP BY 1});
 }
@@ -236,8 +241,16 @@ for my $db ('custom', 'plain')
 	is(sql($db, q{SELECT count(*) FROM pg_class WHERE relname LIKE 'per_section%' OR relname LIKE 'clicks_sections%'}),
 		'0', "$db: DROP TABLE CASCADE takes the joined view and transform along");
 
+	# the functions a view uses cannot go, nor be renamed
+	($ret, $out, $err) = $node->psql($db, 'DROP FUNCTION url_group(text)');
+	like($err, qr/view per_group depends on function url_group\(text\)/,
+		"$db: a restored view depends on the functions it uses");
+	($ret, $out, $err) = $node->psql($db, 'ALTER FUNCTION url_group(text) RENAME TO g2');
+	like($err, qr/cannot rename function url_group\(text\): continuous view per_group uses it/,
+		"$db: which cannot be renamed either");
+
 	# dependencies: the view takes its materialization and trigger along
-	sql($db, 'DROP VIEW total, per_url, per_url_hop, visits, recent');
+	sql($db, 'DROP VIEW total, per_url, per_url_hop, visits, recent, per_group');
 	is(sql($db, q{SELECT count(*) FROM pg_class
                    WHERE relname LIKE 'total%' OR relname LIKE 'per_url%' OR relname LIKE 'visits%'
                       OR relname LIKE 'recent%'}),
@@ -245,7 +258,7 @@ for my $db ('custom', 'plain')
 	is(sql($db, q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'clicks'::regclass
                     AND tgname LIKE 'stream_ext_maintain%'}),
 		'1', "$db: and their triggers");
-	delete @oracle{qw(total per_url per_url_hop visits recent)};
+	delete @oracle{qw(total per_url per_url_hop visits recent per_group)};
 	insert_rows($db, 10);
 	check_oracle($db, 'after dropping the other views');
 

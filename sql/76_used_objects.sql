@@ -1,0 +1,111 @@
+-- What a continuous view uses besides its stream (docs/continuous-views.md,
+-- "Objects a view uses"): its maintenance statements are SQL that names
+-- the functions, types and tables of its definition.  Dropping one of them
+-- is refused as for a view of PostgreSQL (CASCADE takes the view along),
+-- renaming or moving one is refused with the view's name -- either would
+-- make every insert into the stream fail.  The stream itself can be
+-- renamed and moved: its views' recorded definitions follow, so
+-- stream_ext.combine() and reads by key still analyze them.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS stream_ext;
+RESET client_min_messages;
+CREATE ROLE uo76_fn;
+CREATE ROLE uo76_an;
+CREATE SCHEMA uo76 AUTHORIZATION uo76_an;
+CREATE SCHEMA uo76_lib AUTHORIZATION uo76_fn;
+GRANT USAGE ON SCHEMA uo76_lib TO uo76_an;
+SET ROLE uo76_fn;
+CREATE FUNCTION uo76_lib.bucket(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 / 10';
+CREATE TYPE uo76_lib.level AS ENUM ('low', 'high');
+CREATE FUNCTION uo76_lib.level_of(int) RETURNS uo76_lib.level LANGUAGE sql IMMUTABLE
+    AS $$SELECT CASE WHEN $1 < 50 THEN 'low' ELSE 'high' END::uo76_lib.level$$;
+CREATE TABLE uo76_lib.dim (k int PRIMARY KEY, name text);
+INSERT INTO uo76_lib.dim SELECT i, 'n' || i FROM generate_series(0, 9) i;
+GRANT SELECT ON uo76_lib.dim TO uo76_an;
+SET ROLE uo76_an;
+SELECT stream_ext.create_stream('uo76.ev', 'k int, v int');
+CREATE VIEW uo76.by_bucket WITH (continuous) AS
+    SELECT uo76_lib.bucket(v) AS b, count(*) AS n, sum(v) AS s
+      FROM uo76.ev WHERE uo76_lib.level_of(v) = 'high'::uo76_lib.level GROUP BY 1;
+CREATE VIEW uo76.by_name WITH (continuous) AS
+    SELECT d.name, count(*) AS n FROM uo76.ev JOIN uo76_lib.dim d ON d.k = uo76.ev.k GROUP BY 1;
+CREATE VIEW uo76.by_k WITH (continuous) AS
+    SELECT k, count(*) AS n, avg(v) AS a FROM uo76.ev GROUP BY k;
+INSERT INTO uo76.ev SELECT i % 10, i FROM generate_series(1, 100) i;
+
+-- the function's owner cannot rename, move or drop what the views use
+SET ROLE uo76_fn;
+ALTER FUNCTION uo76_lib.bucket(int) RENAME TO bucket2;
+ALTER FUNCTION uo76_lib.bucket(int) SET SCHEMA public;
+ALTER TYPE uo76_lib.level RENAME TO lvl;
+ALTER TYPE uo76_lib.level RENAME VALUE 'high' TO 'hi';
+ALTER TYPE uo76_lib.level ADD VALUE 'mid' BEFORE 'high';
+ALTER TABLE uo76_lib.dim RENAME TO dim2;
+ALTER TABLE uo76_lib.dim RENAME COLUMN name TO label;
+ALTER TABLE uo76_lib.dim SET SCHEMA public;
+ALTER SCHEMA uo76_lib RENAME TO uo76_lib2;
+DROP FUNCTION uo76_lib.bucket(int);
+DROP FUNCTION uo76_lib.level_of(int);
+-- what the views do not use is free
+ALTER TABLE uo76_lib.dim ADD COLUMN note text;
+ALTER TABLE uo76_lib.dim RENAME COLUMN note TO remark;
+CREATE FUNCTION uo76_lib.unused(int) RETURNS int LANGUAGE sql AS 'SELECT $1';
+ALTER FUNCTION uo76_lib.unused(int) RENAME TO unused2;
+
+-- so the stream's owner can still insert
+SET ROLE uo76_an;
+INSERT INTO uo76.ev SELECT i % 10, i FROM generate_series(101, 200) i;
+SELECT (SELECT array_agg(row(b, n, s) ORDER BY b) FROM uo76.by_bucket)
+     = (SELECT array_agg(row(b, n, s) ORDER BY b) FROM
+         (SELECT uo76_lib.bucket(v) AS b, count(*) AS n, sum(v) AS s FROM uo76.ev
+           WHERE uo76_lib.level_of(v) = 'high' GROUP BY 1) q) AS by_bucket_equal;
+
+-- the stream renamed, moved, its schema renamed: inserts go on, the
+-- recorded definitions name it as it is, combine() analyzes them
+ALTER TABLE uo76.ev RENAME TO events;
+INSERT INTO uo76.events VALUES (3, 1000);
+RESET ROLE;
+CREATE SCHEMA uo76_s AUTHORIZATION uo76_an;
+SET ROLE uo76_an;
+ALTER TABLE uo76.events SET SCHEMA uo76_s;
+INSERT INTO uo76_s.events VALUES (3, 1001);
+SELECT view, definition FROM stream_ext.view_catalog WHERE view::text LIKE 'uo76.%' ORDER BY 1;
+SELECT stream_ext.combine(a) = (SELECT avg(v) FROM uo76_s.events) AS combine_equal FROM uo76.by_k;
+SELECT * FROM uo76.by_k WHERE k = 3;
+SELECT obj_description('uo76.by_k'::regclass) LIKE '%uo76_s.events%' AS comment_follows;
+RESET ROLE;
+ALTER SCHEMA uo76_s RENAME TO uo76_t;
+SELECT definition LIKE '%FROM uo76_t.events%' AS renamed_schema
+  FROM stream_ext.view_catalog WHERE view = 'uo76.by_k'::regclass;
+SET ROLE uo76_an;
+SELECT stream_ext.combine(n) = (SELECT count(*) FROM uo76_t.events) AS combine_equal FROM uo76.by_k;
+
+-- DROP ... CASCADE by the function's owner takes the view along; the
+-- stream and its other views go on
+SET ROLE uo76_fn;
+DROP FUNCTION uo76_lib.bucket(int) CASCADE;
+SET ROLE uo76_an;
+SELECT view FROM stream_ext.view_catalog WHERE view::text LIKE 'uo76.%' ORDER BY 1;
+INSERT INTO uo76_t.events VALUES (4, 7);
+SELECT sum(n) = (SELECT count(*) FROM uo76_t.events) AS by_k_complete FROM uo76.by_k;
+-- a transform's functions too
+CREATE VIEW uo76.tr WITH (continuous) AS
+    SELECT k, uo76_lib.level_of(v) AS lvl FROM uo76_t.events;
+INSERT INTO uo76_t.events VALUES (5, 70);
+SELECT (SELECT count(*) FROM uo76.tr WHERE lvl = 'high')
+     = (SELECT count(*) FROM uo76_t.events WHERE v >= 50) AS transform_equal;
+DROP VIEW uo76.by_name;
+SET ROLE uo76_fn;
+DROP FUNCTION uo76_lib.level_of(int);
+ALTER TABLE uo76_lib.dim RENAME TO dim2;
+SET ROLE uo76_an;
+DROP VIEW uo76.tr;
+SET ROLE uo76_fn;
+DROP FUNCTION uo76_lib.level_of(int);
+
+RESET ROLE;
+DROP SCHEMA uo76 CASCADE;
+DROP SCHEMA uo76_t CASCADE;
+DROP SCHEMA uo76_lib CASCADE;
+DROP ROLE uo76_fn;
+DROP ROLE uo76_an;
