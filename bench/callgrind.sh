@@ -40,30 +40,16 @@ export STREAM_EXT_ROOT=$ROOT
 source "$ROOT/test/lib/common.sh"
 pg_env
 
-command -v valgrind >/dev/null || die "valgrind is not installed (apt-get install valgrind)"
-[[ -f $("$PG_CONFIG" --pkglibdir)/stream_ext.so ]] || die "stream_ext is not installed (make install)"
+# shellcheck source=callgrind_lib.sh
+source "$ROOT/bench/callgrind_lib.sh"
 
 CASES=${CG_CASES:-raw:ins w1:ins w4:ins raw:c100 w1:c100 w4:c100}
 declare -A N=([ins]=${CG_N_INS:-1000} [c100]=${CG_N_C100:-150} [c10000]=${CG_N_C10000:-5})
 TOP=${CG_TOP:-0}
-SCRATCH=$(mktemp -d /tmp/stream_ext_cg.XXXXXX)
-is_root && chown postgres: "$SCRATCH"
-[[ -n ${CG_KEEP:-} ]] || trap 'rm -rf "$SCRATCH"' EXIT
-
-single() {	# single DATADIR < statements (one a line)
-	as_postgres "$PG_BINDIR/postgres" --single -D "$1" postgres
-}
+cg_scratch cg
 
 msg "callgrind: scratch $SCRATCH"
-as_postgres "$PG_BINDIR/initdb" --no-locale -E UTF8 -D "$SCRATCH/base" >/dev/null 2>&1
-cat >>"$SCRATCH/base/postgresql.conf" <<'EOF'
-shared_preload_libraries = 'stream_ext'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
-stream_ext.background_compaction = off
-stream_ext.compact_threshold = -1
-EOF
+cg_initdb
 
 # bench/core.sh's views: W1, and W4's ten aggregate mixes
 SPECS=("count sum" "count avg" "min max" "sum max" "count sum avg" "min avg"

@@ -26,31 +26,17 @@ export STREAM_EXT_ROOT=$ROOT
 source "$ROOT/test/lib/common.sh"
 pg_env
 
-command -v valgrind >/dev/null || die "valgrind is not installed (apt-get install valgrind)"
-[[ -f $("$PG_CONFIG" --pkglibdir)/stream_ext.so ]] || die "stream_ext is not installed (make install)"
+# shellcheck source=callgrind_lib.sh
+source "$ROOT/bench/callgrind_lib.sh"
 
 CASES=${CG_READ_CASES:-base off on}
 NGROUPS=${CG_READ_GROUPS:-100000}
 NDELTA=${CG_READ_DELTA:-0}
 N=${CG_READ_N:-500}
-SCRATCH=$(mktemp -d /tmp/stream_ext_cgr.XXXXXX)
-is_root && chown postgres: "$SCRATCH"
-[[ -n ${CG_KEEP:-} ]] || trap 'rm -rf "$SCRATCH"' EXIT
-
-single() {	# single DATADIR < statements (one a line)
-	as_postgres "$PG_BINDIR/postgres" --single -D "$1" postgres
-}
+cg_scratch cgr
 
 msg "callgrind reads: scratch $SCRATCH"
-as_postgres "$PG_BINDIR/initdb" --no-locale -E UTF8 -D "$SCRATCH/base" >/dev/null 2>&1
-cat >>"$SCRATCH/base/postgresql.conf" <<'EOF'
-shared_preload_libraries = 'stream_ext'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
-stream_ext.background_compaction = off
-stream_ext.compact_threshold = -1
-EOF
+cg_initdb
 
 {
 	echo "CREATE EXTENSION stream_ext"
