@@ -42,6 +42,7 @@ ALTER TYPE uo76_lib.level RENAME VALUE 'high' TO 'hi';
 ALTER TYPE uo76_lib.level ADD VALUE 'mid' BEFORE 'high';
 ALTER TABLE uo76_lib.dim RENAME TO dim2;
 ALTER TABLE uo76_lib.dim RENAME COLUMN name TO label;
+ALTER TABLE uo76_lib.dim ALTER COLUMN name TYPE varchar(20);
 ALTER TABLE uo76_lib.dim SET SCHEMA public;
 ALTER SCHEMA uo76_lib RENAME TO uo76_lib2;
 DROP FUNCTION uo76_lib.bucket(int);
@@ -79,6 +80,26 @@ SELECT definition LIKE '%FROM uo76_t.events%' AS renamed_schema
   FROM stream_ext.view_catalog WHERE view = 'uo76.by_k'::regclass;
 SET ROLE uo76_an;
 SELECT stream_ext.combine(n) = (SELECT count(*) FROM uo76_t.events) AS combine_equal FROM uo76.by_k;
+
+-- a stream joined with another one is named by the other's batch
+-- statement: it cannot be renamed or moved while the join exists
+SELECT stream_ext.create_stream('uo76.orders', 'k int, ts timestamptz');
+SELECT stream_ext.create_stream('uo76_t.ships', 'k int, ts timestamptz');
+CREATE VIEW uo76.matched WITH (continuous) AS
+    SELECT o.k, count(*) AS n FROM uo76.orders o JOIN uo76_t.ships s
+        ON s.k = o.k AND s.ts BETWEEN o.ts - interval '1 hour' AND o.ts + interval '1 hour'
+     GROUP BY o.k;
+ALTER TABLE uo76.orders RENAME TO orders2;
+ALTER TABLE uo76_t.ships RENAME TO ships2;
+ALTER TABLE uo76_t.ships SET SCHEMA uo76;
+RESET ROLE;
+ALTER SCHEMA uo76_t RENAME TO uo76_u;
+SET ROLE uo76_an;
+INSERT INTO uo76.orders VALUES (1, '2026-01-01 10:00');
+INSERT INTO uo76_t.ships VALUES (1, '2026-01-01 10:30');
+SELECT * FROM uo76.matched;
+DROP VIEW uo76.matched;
+ALTER TABLE uo76.orders RENAME TO orders2;
 
 -- DROP ... CASCADE by the function's owner takes the view along; the
 -- stream and its other views go on

@@ -509,6 +509,34 @@ catalog_schema_object_user(Oid nspid)
 }
 
 /*
+ * A continuous view or transform joining stream relid with another stream
+ * (nspid valid: any stream of schema nspid), or NULL.  Each stream's batch
+ * statement names the other stream (query/stream_joins.c).
+ */
+char *
+catalog_stream_join_user(Oid relid, Oid nspid)
+{
+	CatalogArgs args = {0};
+	char	   *result = NULL;
+
+	if (!has_catalog_table("stream_joins"))
+		return NULL;
+	arg_oid(&args, relid);
+	arg_oid(&args, nspid);
+	catalog_exec("SELECT CASE WHEN EXISTS (SELECT FROM stream_ext.transform_catalog t"
+				 "                         WHERE t.transform = j.object)"
+				 "       THEN 'continuous transform ' ELSE 'continuous view ' END"
+				 "       OPERATOR(pg_catalog.||) j.object::pg_catalog.text"
+				 "  FROM stream_ext.stream_joins j, pg_catalog.pg_class l, pg_catalog.pg_class r"
+				 " WHERE l.oid = j.left_stream AND r.oid = j.right_stream"
+				 "   AND (l.oid = $1 OR r.oid = $1"
+				 "        OR l.relnamespace = $2 OR r.relnamespace = $2)"
+				 " ORDER BY 1 LIMIT 1",
+				 &args, 0, 0, row_first_text, &result);
+	return result;
+}
+
+/*
  * The continuous views whose recorded definition names stream relid: its
  * own, and those joining it (their materialization depends on it).
  */

@@ -24,7 +24,9 @@
  *
  * The stream itself is not such an object: maintenance reads a batch's
  * rows, not the stream by name, so a stream can be renamed and moved
- * (ddl/utility.c records its views' definitions again under the new name).
+ * (ddl/utility.c records its views' definitions again under the new name)
+ * -- unless a view joins it with another stream: the statement run for a
+ * batch of one names the other.
  * Objects of stream_ext's own schema are not recorded: they go only with
  * the extension, whose streams already depend on it.
  *
@@ -202,7 +204,7 @@ ddl_record_used_objects(Oid objid, Query *query)
 
 /* the object a RenameStmt or AlterObjectSchemaStmt alters, if in reach */
 static bool
-altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid)
+altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid, Oid *stream)
 {
 	ObjectType	type;
 	RangeVar   *relation;
@@ -210,6 +212,7 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid)
 	Relation	rel = NULL;
 
 	*nspid = InvalidOid;
+	*stream = InvalidOid;
 	if (IsA(parsetree, AlterEnumStmt))
 	{
 		AlterEnumStmt *stmt = (AlterEnumStmt *) parsetree;
@@ -271,9 +274,14 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid)
 				if (relation == NULL)
 					return false;
 				relid = RangeVarGetRelid(relation, NoLock, true);
-				/* a stream may be renamed and moved (see the header) */
-				if (!OidIsValid(relid) || catalog_is_stream(relid))
+				if (!OidIsValid(relid))
 					return false;
+				/* a stream may be renamed and moved (see the header) */
+				if (catalog_is_stream(relid))
+				{
+					*stream = relid;
+					return true;
+				}
 				ObjectAddressSet(*addr, RelationRelationId, relid);
 				return true;
 			}
@@ -297,21 +305,81 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid)
 }
 
 /*
+ * ALTER TABLE t ALTER COLUMN c TYPE of a column that a view reads from a
+ * joined table: PostgreSQL would fail on the materialization's dependency
+ * ("unexpected object depending on column"); say which view instead.  A
+ * stream's columns: ddl/utility.c.
+ */
+static void
+check_column_types(AlterTableStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	ListCell   *lc;
+
+	if (!OidIsValid(relid) || catalog_is_stream(relid))
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		AttrNumber	attnum;
+		char	   *user;
+
+		if (cmd->subtype != AT_AlterColumnType || cmd->name == NULL ||
+			(attnum = get_attnum(relid, cmd->name)) == InvalidAttrNumber)
+			continue;
+		user = catalog_object_user(RelationRelationId, relid, attnum);
+		if (user != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot change the type of column \"%s\" of \"%s\": %s uses it",
+							cmd->name, stmt->relation->relname, user),
+					 errhint("Drop the continuous views and transforms that use it first.")));
+	}
+}
+
+/*
  * Refuse ALTER ... RENAME or SET SCHEMA of an object that the SQL of a
  * continuous view or transform names (see the header): the object a
  * definition uses, a table it joins or a column of one, the schema of one
- * of those; and ALTER TYPE ... RENAME VALUE of an enum it uses.
+ * of those; ALTER TYPE ... RENAME VALUE of an enum it uses, and ALTER
+ * TABLE ... ALTER COLUMN ... TYPE of a joined table's column it reads.
  */
 void
 ddl_check_used_object_alter(Node *parsetree)
 {
 	ObjectAddress addr;
 	Oid			nspid;
+	Oid			stream;
 	char	   *user;
 	bool		rename = IsA(parsetree, RenameStmt);
 
-	if (!altered_object(parsetree, &addr, &nspid))
+	if (IsA(parsetree, AlterTableStmt))
+	{
+		check_column_types((AlterTableStmt *) parsetree);
 		return;
+	}
+	if (!altered_object(parsetree, &addr, &nspid, &stream))
+		return;
+	if (OidIsValid(stream) || OidIsValid(nspid))
+	{
+		/* unless it is joined with another stream, whose SQL names it */
+		user = catalog_stream_join_user(stream, nspid);
+		if (user != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 OidIsValid(stream) ?
+					 (rename ?
+					  errmsg("cannot rename stream \"%s\": %s joins it with another stream",
+							 get_rel_name(stream), user) :
+					  errmsg("cannot move stream \"%s\" to another schema: %s joins it with another stream",
+							 get_rel_name(stream), user)) :
+					 errmsg("cannot rename schema \"%s\": %s joins a stream in it with another stream",
+							get_namespace_name(nspid), user),
+					 errdetail("The statement that maintains it for a batch of one stream names the other."),
+					 errhint("Drop the continuous views and transforms that join the stream first.")));
+		if (OidIsValid(stream))
+			return;
+	}
 	if (OidIsValid(nspid))
 	{
 		user = catalog_schema_object_user(nspid);

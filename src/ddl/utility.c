@@ -393,11 +393,9 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			}
 			check_alter(parsetree);
 			/* functions, types, joined tables named by maintenance SQL */
+			ddl_check_used_object_alter(parsetree);
 			if (!IsA(parsetree, AlterTableStmt))
-			{
-				ddl_check_used_object_alter(parsetree);
 				renamed = ddl_definitions_before_alter(parsetree);
-			}
 		}
 	}
 	else if (IsA(parsetree, AlterEnumStmt) && stream_ext_installed())
