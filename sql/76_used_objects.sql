@@ -5,7 +5,9 @@
 -- renaming or moving one is refused with the view's name -- either would
 -- make every insert into the stream fail.  The stream itself can be
 -- renamed and moved: its views' recorded definitions follow, so
--- stream_ext.combine() and reads by key still analyze them.
+-- stream_ext.combine() and reads by key still analyze them -- unless a
+-- view joins it with another stream, or a Kafka sink keys its messages by
+-- one of its columns (that column then keeps its name).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
 RESET client_min_messages;
@@ -123,6 +125,25 @@ SET ROLE uo76_an;
 DROP VIEW uo76.tr;
 SET ROLE uo76_fn;
 DROP FUNCTION uo76_lib.level_of(int);
+
+-- a Kafka sink's key column: its queue statement names it (the stream's
+-- owner is refused even for another role's sink it cannot see)
+SET ROLE uo76_an;
+SELECT stream_ext.create_stream('uo76.clicks', 'url text, v int');
+RESET ROLE;
+SELECT stream_ext.create_kafka_sink('uo76 sink', 'uo76.clicks', 'localhost:1', 'out', 'json', 'url');
+SET ROLE uo76_an;
+ALTER TABLE uo76.clicks RENAME COLUMN url TO u;
+ALTER TABLE uo76.clicks DROP COLUMN url;
+ALTER TABLE uo76.clicks RENAME COLUMN v TO value;
+INSERT INTO uo76.clicks VALUES ('/a', 1);
+RESET ROLE;
+SELECT key, payload FROM stream_ext.sink_queue q JOIN stream_ext.kafka_sinks s ON s.id = q.sink
+ WHERE s.name = 'uo76 sink';
+SELECT stream_ext.drop_sink('uo76 sink');
+SET ROLE uo76_an;
+ALTER TABLE uo76.clicks RENAME COLUMN url TO u;
+INSERT INTO uo76.clicks VALUES ('/b', 2);
 
 RESET ROLE;
 DROP SCHEMA uo76 CASCADE;

@@ -509,6 +509,27 @@ catalog_schema_object_user(Oid nspid)
 }
 
 /*
+ * The Kafka sink of stream relid that keys its messages by column attname
+ * (its capture statement names it: kafka/sink.c), or NULL.  Read as the
+ * catalog's owner: the stream's owner may not see other roles' sinks.
+ */
+char *
+catalog_sink_key_user(Oid relid, const char *attname)
+{
+	CatalogArgs args = {0};
+	char	   *result = NULL;
+
+	if (!has_catalog_table("kafka_sinks"))
+		return NULL;
+	arg_oid(&args, relid);
+	arg_text(&args, attname);
+	catalog_exec("SELECT name FROM stream_ext.kafka_sinks"
+				 " WHERE stream = $1 AND key_column = $2 ORDER BY 1 LIMIT 1",
+				 &args, CATALOG_AS_OWNER, 0, row_first_text, &result);
+	return result;
+}
+
+/*
  * A continuous view or transform joining stream relid with another stream
  * (nspid valid: any stream of schema nspid), or NULL.  Each stream's batch
  * statement names the other stream (query/stream_joins.c).

@@ -48,6 +48,7 @@ extern char *catalog_view_in_schema(Oid nspid);
 extern char *catalog_object_user(Oid classid, Oid objid, int32 subid);
 extern char *catalog_schema_object_user(Oid nspid);
 extern char *catalog_stream_join_user(Oid relid, Oid nspid);
+extern char *catalog_sink_key_user(Oid relid, const char *attname);
 extern List *catalog_views_naming_stream(Oid relid);
 extern List *catalog_streams_in_schema(Oid nspid);
 extern void catalog_set_view_definition(Oid viewid, const char *definition);

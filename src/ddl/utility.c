@@ -53,6 +53,27 @@ is_stream_with_views(Oid relid)
 }
 
 /*
+ * DROP or RENAME of column attname of relation relid (to do: "drop" or
+ * "rename"), refused if a Kafka sink of the stream keys its messages by
+ * it: its capture statement, run for every batch, names the column.
+ */
+static void
+check_sink_key(Oid relid, const char *attname, const char *to_do, const char *relname)
+{
+	char	   *sink;
+
+	if (!catalog_is_stream(relid) ||
+		(sink = catalog_sink_key_user(relid, attname)) == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s column \"%s\" of stream \"%s\": Kafka sink \"%s\" keys its messages by it",
+					to_do, attname, relname, sink),
+			 errdetail("Each batch inserted into the stream is queued for the sink with that column's value as the key."),
+			 errhint("Drop the sink with stream_ext.drop_sink() first, or create it again with another key column.")));
+}
+
+/*
  * ENABLE or FORCE ROW LEVEL SECURITY on a stream: refused if the policies
  * would then apply to the owner of one of its continuous views.
  */
@@ -129,6 +150,13 @@ check_alter(Node *parsetree)
 								stmt->relation->relname),
 						 errdetail("Whether a stream stores its rows is fixed when it is created."),
 						 errhint("Create a new stream with stream_ext.create_stream(..., retain => true or false).")));
+		}
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+
+			if (cmd->subtype == AT_DropColumn && cmd->name != NULL)
+				check_sink_key(relid, cmd->name, "drop", stmt->relation->relname);
 		}
 		if (!is_stream_with_views(relid))
 			return;
@@ -214,6 +242,8 @@ check_alter(Node *parsetree)
 					 errmsg("cannot rename \"%s\": it belongs to a continuous view",
 							stmt->relation->relname)));
 		}
+		if (stmt->renameType == OBJECT_COLUMN)
+			check_sink_key(relid, stmt->subname, "rename", stmt->relation->relname);
 		if (stmt->renameType == OBJECT_COLUMN && is_stream_with_views(relid))
 		{
 			char	   *user = catalog_column_user(relid, stmt->subname);
