@@ -126,6 +126,23 @@ DROP VIEW uo76.tr;
 SET ROLE uo76_fn;
 DROP FUNCTION uo76_lib.level_of(int);
 
+-- a stream a view emits its closed windows into: named by the view's
+-- statements, as are its columns
+SET ROLE uo76_an;
+SELECT stream_ext.create_stream('uo76.hl', 'k int, ts timestamptz');
+SELECT stream_ext.create_stream('uo76.hl_out', 'k int, window_start timestamptz, n bigint');
+CREATE VIEW uo76.hl_view WITH (continuous, allowed_lateness = '1 minute', emit = 'on_close',
+                               output_stream = 'uo76.hl_out') AS
+    SELECT k, stream_ext.tumble(ts, '1 minute') AS window_start, count(*) AS n
+      FROM uo76.hl GROUP BY 1, 2;
+ALTER TABLE uo76.hl_out RENAME TO hl_out2;
+ALTER TABLE uo76.hl_out SET SCHEMA uo76_t;
+ALTER TABLE uo76.hl_out RENAME COLUMN n TO cnt;
+ALTER TABLE uo76.hl_out ADD COLUMN note text;
+ALTER TABLE uo76.hl RENAME TO hl2;
+INSERT INTO uo76.hl2 VALUES (1, '2026-01-01 10:00'), (1, '2026-01-01 10:05');
+SELECT k, window_start, n FROM uo76.hl_out;
+
 -- a Kafka sink's key column: its queue statement names it (the stream's
 -- owner is refused even for another role's sink it cannot see)
 SET ROLE uo76_an;

@@ -530,31 +530,54 @@ catalog_sink_key_user(Oid relid, const char *attname)
 }
 
 /*
- * A continuous view or transform joining stream relid with another stream
- * (nspid valid: any stream of schema nspid), or NULL.  Each stream's batch
- * statement names the other stream (query/stream_joins.c).
+ * A continuous view or transform whose statements name stream relid (nspid
+ * valid: any stream of schema nspid), or NULL: "continuous view v joins it
+ * with another stream" (each stream's batch statement names the other:
+ * query/stream_joins.c) or "... emits its closed windows into it"
+ * (emit = 'on_close': windows/lateness.c).
  */
 char *
-catalog_stream_join_user(Oid relid, Oid nspid)
+catalog_stream_named_by(Oid relid, Oid nspid)
 {
 	CatalogArgs args = {0};
+	StringInfoData sql;
 	char	   *result = NULL;
 
-	if (!has_catalog_table("stream_joins"))
-		return NULL;
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT NULL::pg_catalog.text WHERE false");
+	if (has_catalog_table("stream_joins"))
+		appendStringInfoString(&sql,
+							   " UNION ALL"
+							   " SELECT CASE WHEN EXISTS (SELECT FROM stream_ext.transform_catalog t"
+							   "                           WHERE t.transform = j.object)"
+							   "         THEN 'continuous transform ' ELSE 'continuous view ' END"
+							   "        OPERATOR(pg_catalog.||) j.object::pg_catalog.text"
+							   "        OPERATOR(pg_catalog.||) ' joins it with another stream'"
+							   "   FROM stream_ext.stream_joins j, pg_catalog.pg_class l, pg_catalog.pg_class r"
+							   "  WHERE l.oid = j.left_stream AND r.oid = j.right_stream"
+							   "    AND (l.oid = $1 OR r.oid = $1"
+							   "         OR l.relnamespace = $2 OR r.relnamespace = $2)");
+	if (has_catalog_table("lateness_views"))
+		appendStringInfoString(&sql,
+							   " UNION ALL"
+							   " SELECT 'continuous view ' OPERATOR(pg_catalog.||) l.view::pg_catalog.text"
+							   "        OPERATOR(pg_catalog.||) ' emits its closed windows into it'"
+							   "   FROM stream_ext.lateness_views l, pg_catalog.pg_class o"
+							   "  WHERE o.oid = l.output_stream AND (o.oid = $1 OR o.relnamespace = $2)");
+	appendStringInfoString(&sql, " ORDER BY 1 LIMIT 1");
 	arg_oid(&args, relid);
 	arg_oid(&args, nspid);
-	catalog_exec("SELECT CASE WHEN EXISTS (SELECT FROM stream_ext.transform_catalog t"
-				 "                         WHERE t.transform = j.object)"
-				 "       THEN 'continuous transform ' ELSE 'continuous view ' END"
-				 "       OPERATOR(pg_catalog.||) j.object::pg_catalog.text"
-				 "  FROM stream_ext.stream_joins j, pg_catalog.pg_class l, pg_catalog.pg_class r"
-				 " WHERE l.oid = j.left_stream AND r.oid = j.right_stream"
-				 "   AND (l.oid = $1 OR r.oid = $1"
-				 "        OR l.relnamespace = $2 OR r.relnamespace = $2)"
-				 " ORDER BY 1 LIMIT 1",
-				 &args, 0, 0, row_first_text, &result);
+	catalog_exec(sql.data, &args, 0, 0, row_first_text, &result);
 	return result;
+}
+
+/* is stream relid where a view emits its closed windows? */
+bool
+catalog_stream_is_emit_output(Oid relid)
+{
+	return has_catalog_table("lateness_views") &&
+		catalog_query_oid("SELECT 1 FROM stream_ext.lateness_views WHERE output_stream = $1",
+						  relid, 0) > 0;
 }
 
 /*

@@ -25,8 +25,8 @@
  * The stream itself is not such an object: maintenance reads a batch's
  * rows, not the stream by name, so a stream can be renamed and moved
  * (ddl/utility.c records its views' definitions again under the new name)
- * -- unless a view joins it with another stream: the statement run for a
- * batch of one names the other.
+ * -- unless a view joins it with another stream (the statement run for a
+ * batch of one names the other) or emits its closed windows into it.
  * Objects of stream_ext's own schema are not recorded: they go only with
  * the extension, whose streams already depend on it.
  *
@@ -362,21 +362,21 @@ ddl_check_used_object_alter(Node *parsetree)
 		return;
 	if (OidIsValid(stream) || OidIsValid(nspid))
 	{
-		/* unless it is joined with another stream, whose SQL names it */
-		user = catalog_stream_join_user(stream, nspid);
+		/* unless the SQL of a view joining it or emitting into it names it */
+		user = catalog_stream_named_by(stream, nspid);
 		if (user != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 OidIsValid(stream) ?
 					 (rename ?
-					  errmsg("cannot rename stream \"%s\": %s joins it with another stream",
+					  errmsg("cannot rename stream \"%s\": %s",
 							 get_rel_name(stream), user) :
-					  errmsg("cannot move stream \"%s\" to another schema: %s joins it with another stream",
+					  errmsg("cannot move stream \"%s\" to another schema: %s",
 							 get_rel_name(stream), user)) :
-					 errmsg("cannot rename schema \"%s\": %s joins a stream in it with another stream",
+					 errmsg("cannot rename schema \"%s\" holding a stream: %s",
 							get_namespace_name(nspid), user),
-					 errdetail("The statement that maintains it for a batch of one stream names the other."),
-					 errhint("Drop the continuous views and transforms that join the stream first.")));
+					 errdetail("The statements that maintain that view name the stream."),
+					 errhint("Drop the continuous views and transforms that join the stream or emit into it first.")));
 		if (OidIsValid(stream))
 			return;
 	}

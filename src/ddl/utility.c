@@ -49,7 +49,9 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static bool
 is_stream_with_views(Oid relid)
 {
-	return OidIsValid(relid) && catalog_stream_has_views(relid);
+	/* a stream receiving closed windows: their statements name its columns */
+	return OidIsValid(relid) &&
+		(catalog_stream_has_views(relid) || catalog_stream_is_emit_output(relid));
 }
 
 /*
