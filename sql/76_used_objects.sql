@@ -143,6 +143,22 @@ ALTER TABLE uo76.hl RENAME TO hl2;
 INSERT INTO uo76.hl2 VALUES (1, '2026-01-01 10:00'), (1, '2026-01-01 10:05');
 SELECT k, window_start, n FROM uo76.hl_out;
 
+-- a view with a change stream: the statement feeding it names the view's
+-- row type and columns
+CREATE VIEW uo76.hits WITH (continuous, changes = true) AS
+    SELECT k, count(*) AS n FROM uo76.hl2 GROUP BY k;
+ALTER VIEW uo76.hits RENAME TO hits2;
+ALTER TABLE uo76.hits RENAME TO hits2;
+ALTER VIEW uo76.hits SET SCHEMA uo76_t;
+ALTER VIEW uo76.hits RENAME COLUMN n TO hits;
+INSERT INTO uo76.hl2 VALUES (2, '2026-01-01 10:06');
+ALTER VIEW uo76.hits SET (changes = false);
+ALTER VIEW uo76.hits RENAME TO hits2;
+ALTER VIEW uo76.hits2 RENAME COLUMN n TO hits;
+ALTER VIEW uo76.hits2 SET (changes = true);
+INSERT INTO uo76.hl2 VALUES (2, '2026-01-01 10:07');
+SELECT change_op, k, old_hits, new_hits FROM uo76.hits2_changes ORDER BY change_seq, k;
+
 -- a Kafka sink's key column: its queue statement names it (the stream's
 -- owner is refused even for another role's sink it cannot see)
 SET ROLE uo76_an;

@@ -571,6 +571,18 @@ catalog_stream_named_by(Oid relid, Oid nspid)
 	return result;
 }
 
+/*
+ * Has continuous view viewid a change stream?  Its statement casts the
+ * view's rows to the view's row type by name (maintain/changes.c).
+ */
+bool
+catalog_view_has_changes(Oid viewid)
+{
+	return has_catalog_table("change_streams") &&
+		catalog_query_oid("SELECT 1 FROM stream_ext.change_streams WHERE view = $1",
+						  viewid, 0) > 0;
+}
+
 /* is stream relid where a view emits its closed windows? */
 bool
 catalog_stream_is_emit_output(Oid relid)

@@ -49,6 +49,7 @@ extern char *catalog_object_user(Oid classid, Oid objid, int32 subid);
 extern char *catalog_schema_object_user(Oid nspid);
 extern char *catalog_stream_named_by(Oid relid, Oid nspid);
 extern bool catalog_stream_is_emit_output(Oid relid);
+extern bool catalog_view_has_changes(Oid viewid);
 extern char *catalog_sink_key_user(Oid relid, const char *attname);
 extern List *catalog_views_naming_stream(Oid relid);
 extern List *catalog_streams_in_schema(Oid nspid);

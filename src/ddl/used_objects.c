@@ -20,7 +20,8 @@
  *	  way -- those objects, the tables joined and their columns, a schema
  *	  holding one of them -- and ALTER TYPE ... RENAME VALUE of an enum
  *	  used are refused with the view's name (ddl_check_used_object_alter(),
- *	  from the utility hook).
+ *	  from the utility hook); so is a RENAME or SET SCHEMA of a view with a
+ *	  change stream, whose statement names the view's row type.
  *
  * The stream itself is not such an object: maintenance reads a batch's
  * rows, not the stream by name, so a stream can be renamed and moved
@@ -202,6 +203,30 @@ ddl_record_used_objects(Oid objid, Query *query)
 		recordDependencyOn(&depender, (ObjectAddress *) lfirst(lc), DEPENDENCY_NORMAL);
 }
 
+/*
+ * RENAME, RENAME COLUMN or SET SCHEMA of relid, refused if it is a view
+ * with a change stream: the statement that feeds it names the view's row
+ * type and its columns (maintain/changes.c).
+ */
+static void
+check_changes_view(Oid relid, Node *parsetree, const char *relname)
+{
+	if (!catalog_view_has_changes(relid))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 IsA(parsetree, AlterObjectSchemaStmt) ?
+			 errmsg("cannot move continuous view \"%s\" to another schema while it has a change stream",
+					relname) :
+			 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN ?
+			 errmsg("cannot rename column \"%s\" of continuous view \"%s\" while it has a change stream",
+					((RenameStmt *) parsetree)->subname, relname) :
+			 errmsg("cannot rename continuous view \"%s\" while it has a change stream",
+					relname),
+			 errdetail("The statement that feeds the change stream names the view's row type and columns."),
+			 errhint("ALTER VIEW ... SET (changes = false) first, and SET (changes = true) again after.")));
+}
+
 /* the object a RenameStmt or AlterObjectSchemaStmt alters, if in reach */
 static bool
 altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid, Oid *stream)
@@ -242,7 +267,10 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid, Oid *stream)
 			Oid			relid = RangeVarGetRelid(relation, NoLock, true);
 			AttrNumber	attnum;
 
-			if (!OidIsValid(relid) || catalog_is_stream(relid))
+			if (!OidIsValid(relid))
+				return false;
+			check_changes_view(relid, parsetree, relation->relname);
+			if (catalog_is_stream(relid))
 				return false;
 			attnum = get_attnum(relid, stmt->subname);
 			if (attnum == InvalidAttrNumber)
@@ -276,6 +304,7 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid, Oid *stream)
 				relid = RangeVarGetRelid(relation, NoLock, true);
 				if (!OidIsValid(relid))
 					return false;
+				check_changes_view(relid, parsetree, relation->relname);
 				/* a stream may be renamed and moved (see the header) */
 				if (catalog_is_stream(relid))
 				{
