@@ -139,6 +139,10 @@ ALTER TABLE uo76.hl_out RENAME TO hl_out2;
 ALTER TABLE uo76.hl_out SET SCHEMA uo76_t;
 ALTER TABLE uo76.hl_out RENAME COLUMN n TO cnt;
 ALTER TABLE uo76.hl_out ADD COLUMN note text;
+DROP TABLE uo76.hl_out;
+-- the emitting view reads its own rows by name too
+ALTER VIEW uo76.hl_view RENAME TO hl_view2;
+ALTER VIEW uo76.hl_view RENAME COLUMN n TO cnt;
 ALTER TABLE uo76.hl RENAME TO hl2;
 INSERT INTO uo76.hl2 VALUES (1, '2026-01-01 10:00'), (1, '2026-01-01 10:05');
 SELECT k, window_start, n FROM uo76.hl_out;

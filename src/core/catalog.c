@@ -572,15 +572,41 @@ catalog_stream_named_by(Oid relid, Oid nspid)
 }
 
 /*
- * Has continuous view viewid a change stream?  Its statement casts the
- * view's rows to the view's row type by name (maintain/changes.c).
+ * Why the statements of continuous view viewid name the view itself (its
+ * row type, its columns), or NULL: "it has a change stream"
+ * (maintain/changes.c), "it emits its closed windows into a stream"
+ * (windows/lateness.c).
  */
-bool
-catalog_view_has_changes(Oid viewid)
+char *
+catalog_view_named_by_own_sql(Oid viewid)
 {
-	return has_catalog_table("change_streams") &&
-		catalog_query_oid("SELECT 1 FROM stream_ext.change_streams WHERE view = $1",
-						  viewid, 0) > 0;
+	StringInfoData sql;
+	char	   *result = NULL;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT NULL::pg_catalog.text WHERE false");
+	if (has_catalog_table("change_streams"))
+		appendStringInfoString(&sql, " UNION ALL SELECT 'it has a change stream'"
+							   " FROM stream_ext.change_streams WHERE view = $1");
+	if (has_catalog_table("lateness_views"))
+		appendStringInfoString(&sql, " UNION ALL SELECT 'it emits its closed windows into a stream'"
+							   " FROM stream_ext.lateness_views WHERE view = $1 AND emit_sql IS NOT NULL");
+	appendStringInfoString(&sql, " ORDER BY 1 LIMIT 1");
+	catalog_rows_oid(sql.data, viewid, 0, 0, row_first_text, &result);
+	return result;
+}
+
+/* the stream continuous view viewid emits its closed windows into, if any */
+Oid
+catalog_view_emit_output(Oid viewid)
+{
+	List	   *result = NIL;
+
+	if (has_catalog_table("lateness_views"))
+		catalog_rows_oid("SELECT output_stream::pg_catalog.oid FROM stream_ext.lateness_views"
+						 " WHERE view = $1 AND output_stream IS NOT NULL",
+						 viewid, 0, 1, row_append_oid, &result);
+	return result != NIL ? linitial_oid(result) : InvalidOid;
 }
 
 /* is stream relid where a view emits its closed windows? */

@@ -175,6 +175,9 @@ ddl_restore_dependencies(Oid streamid)
 			foreach(ac, obj->aux_tables)
 				n += restore_dependency(RelationRelationId, lfirst_oid(ac),
 										RelationRelationId, obj->objid, DEPENDENCY_INTERNAL);
+			/* the stream closed windows go to (ddl/view_options.c) */
+			n += restore_dependency(RelationRelationId, obj->relid, RelationRelationId,
+									catalog_view_emit_output(obj->objid), DEPENDENCY_NORMAL);
 			n += restore_trigger_dependencies(stream, "maintain", obj->relid, obj->objid);
 			n += restore_trigger_dependencies(stream, "maintain_rollup", obj->relid, obj->objid);
 		}

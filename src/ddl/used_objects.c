@@ -21,7 +21,8 @@
  *	  holding one of them -- and ALTER TYPE ... RENAME VALUE of an enum
  *	  used are refused with the view's name (ddl_check_used_object_alter(),
  *	  from the utility hook); so is a RENAME or SET SCHEMA of a view with a
- *	  change stream, whose statement names the view's row type.
+ *	  change stream or emitting its closed windows, whose statements name
+ *	  the view itself.
  *
  * The stream itself is not such an object: maintenance reads a batch's
  * rows, not the stream by name, so a stream can be renamed and moved
@@ -205,26 +206,30 @@ ddl_record_used_objects(Oid objid, Query *query)
 
 /*
  * RENAME, RENAME COLUMN or SET SCHEMA of relid, refused if it is a view
- * with a change stream: the statement that feeds it names the view's row
- * type and its columns (maintain/changes.c).
+ * whose statements name it: one with a change stream (maintain/changes.c)
+ * or emitting its closed windows (windows/lateness.c) reads its own rows
+ * by the view's name and columns.
  */
 static void
-check_changes_view(Oid relid, Node *parsetree, const char *relname)
+check_view_named_by_own_sql(Oid relid, Node *parsetree, const char *relname)
 {
-	if (!catalog_view_has_changes(relid))
+	char	   *why = catalog_view_named_by_own_sql(relid);
+
+	if (why == NULL)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 IsA(parsetree, AlterObjectSchemaStmt) ?
-			 errmsg("cannot move continuous view \"%s\" to another schema while it has a change stream",
-					relname) :
+			 errmsg("cannot move continuous view \"%s\" to another schema: %s",
+					relname, why) :
 			 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN ?
-			 errmsg("cannot rename column \"%s\" of continuous view \"%s\" while it has a change stream",
-					((RenameStmt *) parsetree)->subname, relname) :
-			 errmsg("cannot rename continuous view \"%s\" while it has a change stream",
-					relname),
-			 errdetail("The statement that feeds the change stream names the view's row type and columns."),
-			 errhint("ALTER VIEW ... SET (changes = false) first, and SET (changes = true) again after.")));
+			 errmsg("cannot rename column \"%s\" of continuous view \"%s\": %s",
+					((RenameStmt *) parsetree)->subname, relname, why) :
+			 errmsg("cannot rename continuous view \"%s\": %s", relname, why),
+			 errdetail("The statement that reads the view's rows for it names the view and its columns."),
+			 strstr(why, "change stream") != NULL ?
+			 errhint("ALTER VIEW ... SET (changes = false) first, and SET (changes = true) again after.") :
+			 errhint("Drop the view and create it again under the new name.")));
 }
 
 /* the object a RenameStmt or AlterObjectSchemaStmt alters, if in reach */
@@ -269,7 +274,7 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid, Oid *stream)
 
 			if (!OidIsValid(relid))
 				return false;
-			check_changes_view(relid, parsetree, relation->relname);
+			check_view_named_by_own_sql(relid, parsetree, relation->relname);
 			if (catalog_is_stream(relid))
 				return false;
 			attnum = get_attnum(relid, stmt->subname);
@@ -304,7 +309,7 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid, Oid *stream)
 				relid = RangeVarGetRelid(relation, NoLock, true);
 				if (!OidIsValid(relid))
 					return false;
-				check_changes_view(relid, parsetree, relation->relname);
+				check_view_named_by_own_sql(relid, parsetree, relation->relname);
 				/* a stream may be renamed and moved (see the header) */
 				if (catalog_is_stream(relid))
 				{

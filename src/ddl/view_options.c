@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include "catalog/dependency.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "lib/stringinfo.h"
@@ -30,6 +32,7 @@
 #include "utils/timestamp.h"
 
 #include "core/catalog.h"
+#include "core/util.h"
 #include "ddl/view_options.h"
 #include "maintain/changes.h"
 #include "windows/windows.h"
@@ -161,8 +164,18 @@ lateness_backfill_begin(CVOptions *vo)
 static void
 lateness_backfill_end(CVOptions *vo, ViewObjects *obj)
 {
-	if (vo->lateness.enabled)
-		lateness_record(obj->viewid, &vo->lateness, obj->plan, obj->sq, obj->vq);
+	if (!vo->lateness.enabled)
+		return;
+	lateness_record(obj->viewid, &vo->lateness, obj->plan, obj->sq, obj->vq);
+	/*
+	 * The stream closed windows go to: its statement names it, so DROP
+	 * TABLE of it needs CASCADE (and takes the view along), as for a
+	 * transform's output stream.  On the materialization, which belongs to
+	 * this definition (CREATE OR REPLACE makes a new one).
+	 */
+	if (vo->lateness.emit_on_close)
+		se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
+							 vo->lateness.output_relid, DEPENDENCY_NORMAL);
 }
 
 /* ---- retention.c: ttl, ttl_column -------------------------------------- */

@@ -51,6 +51,11 @@ CREATE VIEW clicks_sections WITH (continuous) AS
 CREATE FUNCTION url_group(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT upper($1)$$;
 CREATE VIEW per_group WITH (continuous) AS
   SELECT url_group(url) AS g, count(*) AS n FROM clicks GROUP BY 1;
+-- closed windows emitted into a stream
+SELECT stream_ext.create_stream('closed_hours', 'url text, hour timestamptz, n bigint');
+CREATE VIEW hourly WITH (continuous, allowed_lateness = '1 hour', emit = 'on_close',
+                         output_stream = 'closed_hours') AS
+  SELECT url, stream_ext.tumble(ts, '1 hour') AS hour, count(*) AS n FROM clicks GROUP BY 1, 2;
 SET ROLE alice;
 SELECT stream_ext.create_stream('"Sch ema"."Odd Stream"', '"Weird Col" text, n int');
 CREATE VIEW "Sch ema"."Odd View" WITH (continuous) AS
@@ -248,6 +253,11 @@ for my $db ('custom', 'plain')
 	($ret, $out, $err) = $node->psql($db, 'ALTER FUNCTION url_group(text) RENAME TO g2');
 	like($err, qr/cannot rename function url_group\(text\): continuous view per_group uses it/,
 		"$db: which cannot be renamed either");
+
+	# nor the stream closed windows go to
+	($ret, $out, $err) = $node->psql($db, 'DROP TABLE closed_hours');
+	like($err, qr/view hourly depends on table closed_hours/,
+		"$db: a restored view emitting closed windows depends on its output stream");
 
 	# dependencies: the view takes its materialization and trigger along
 	sql($db, 'DROP VIEW total, per_url, per_url_hop, visits, recent, per_group');
