@@ -35,6 +35,13 @@ SELECT stream_ext.create_stream('up_clicks', 'url text, user_id int');
 CREATE VIEW up_per_url WITH (continuous) AS
   SELECT url, count(*) AS n, sum(user_id) AS s, count(DISTINCT user_id) AS users
     FROM up_clicks GROUP BY url;
+-- a view using a function: the modules before 0.3 recorded no dependency
+-- on it (this one does at CREATE; removed here as they left it)
+CREATE FUNCTION up_bucket(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 / 5';
+CREATE VIEW up_by_bucket WITH (continuous) AS
+  SELECT up_bucket(user_id) AS b, count(*) AS n FROM up_clicks GROUP BY 1;
+DELETE FROM pg_depend WHERE refclassid = 'pg_proc'::regclass
+   AND refobjid = 'up_bucket(int)'::regprocedure;
 INSERT INTO up_clicks SELECT 'u' || (i % 7), i % 13 FROM generate_series(1, 1000) i;
 CREATE TABLE up_copy AS SELECT url, user_id FROM up_clicks;
 
@@ -64,6 +71,9 @@ SELECT count(*) AS differing FROM (
      FROM up_copy GROUP BY url)) d;
 -- and what 0.2 added works on it
 SELECT view, rows_in, batches, groups FROM stream_ext.view_stats;
+-- the update recorded what the old views use: the function cannot go
+DROP FUNCTION up_bucket(int);
+SELECT sum(n) AS bucketed FROM up_by_bucket;
 -- streams made before the update keep their raw rows; new ones get the default
 SELECT stream_ext.create_stream('up_new', 'v int');
 SELECT name, retention FROM stream_ext.streams ORDER BY 1::text;

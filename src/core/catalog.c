@@ -639,6 +639,31 @@ catalog_views_naming_stream(Oid relid)
 	return result;
 }
 
+/*
+ * Is the installed stream_ext the version of this module (the default)?
+ * CATALOG_WRITE: a new snapshot, which sees an ALTER EXTENSION of this
+ * transaction.
+ */
+bool
+catalog_extension_is_current(void)
+{
+	return catalog_exec("SELECT 1 FROM pg_catalog.pg_extension e"
+						" JOIN pg_catalog.pg_available_extensions a ON a.name = e.extname"
+						" WHERE e.extname = 'stream_ext' AND e.extversion = a.default_version",
+						NULL, CATALOG_WRITE, 0, NULL, NULL) > 0;
+}
+
+/* every stream */
+List *
+catalog_all_streams(void)
+{
+	List	   *result = NIL;
+
+	catalog_exec("SELECT stream::pg_catalog.oid FROM stream_ext.stream_catalog ORDER BY 1",
+				 NULL, 0, 0, row_append_oid, &result);
+	return result;
+}
+
 /* the streams in schema nspid */
 List *
 catalog_streams_in_schema(Oid nspid)

@@ -54,6 +54,8 @@ extern Oid	catalog_view_emit_output(Oid viewid);
 extern char *catalog_sink_key_user(Oid relid, const char *attname);
 extern List *catalog_views_naming_stream(Oid relid);
 extern List *catalog_streams_in_schema(Oid nspid);
+extern List *catalog_all_streams(void);
+extern bool catalog_extension_is_current(void);
 extern void catalog_set_view_definition(Oid viewid, const char *definition);
 extern List *catalog_view_owners(Oid relid);
 extern void catalog_insert_stream(Oid relid, bool retain);

@@ -371,6 +371,8 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		drops = false;
 	List	   *renamed = NIL;	/* definitions naming a stream renamed */
+	bool		updated = IsA(parsetree, AlterExtensionStmt) &&
+		strcmp(((AlterExtensionStmt *) parsetree)->extname, "stream_ext") == 0;
 	CreateTrigStmt *trigger = NULL;
 	GrantStmt  *grant = NULL;
 	bool		schedule;
@@ -460,6 +462,19 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	/* its views' recorded definitions name the stream anew (ddl/used_objects.c) */
 	ddl_record_renamed_stream(renamed);
+
+	/*
+	 * ALTER EXTENSION stream_ext UPDATE: views made by an older version
+	 * lack the dependencies this one records at CREATE (the objects their
+	 * definitions use: ddl/used_objects.c); pg_restore's repair records them.
+	 */
+	if (updated && stream_ext_installed() && catalog_extension_is_current())
+	{
+		ListCell   *lc;
+
+		foreach(lc, catalog_all_streams())
+			(void) ddl_restore_dependencies(lfirst_oid(lc));
+	}
 
 	if (drops && stream_ext_installed() && catalog_remove_orphans() > 0)
 	{
