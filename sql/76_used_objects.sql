@@ -163,6 +163,19 @@ ALTER VIEW uo76.hits2 SET (changes = true);
 INSERT INTO uo76.hl2 VALUES (2, '2026-01-01 10:07');
 SELECT change_op, k, old_hits, new_hits FROM uo76.hits2_changes ORDER BY change_seq, k;
 
+-- stream_ext's triggers on a stream cannot be switched off by its owner:
+-- the views would silently stop following it
+ALTER TABLE uo76.hl2 DISABLE TRIGGER stream_ext_maintain;
+ALTER TABLE uo76.hl2 DISABLE TRIGGER stream_ext_append_only;
+ALTER TABLE uo76.hl2 ENABLE REPLICA TRIGGER stream_ext_maintain;
+ALTER TABLE uo76.hl2 DISABLE TRIGGER USER;
+ALTER TABLE uo76.hl2 DISABLE TRIGGER ALL;
+-- its own triggers can
+CREATE FUNCTION uo76.noop() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+CREATE TRIGGER own AFTER INSERT ON uo76.hl2 FOR EACH STATEMENT EXECUTE FUNCTION uo76.noop();
+ALTER TABLE uo76.hl2 DISABLE TRIGGER own;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'uo76.hl2'::regclass ORDER BY 1;
+
 -- a Kafka sink's key column: its queue statement names it (the stream's
 -- owner is refused even for another role's sink it cannot see)
 SET ROLE uo76_an;

@@ -76,6 +76,38 @@ check_sink_key(Oid relid, const char *attname, const char *to_do, const char *re
 }
 
 /*
+ * ALTER TABLE s DISABLE TRIGGER (or ENABLE REPLICA TRIGGER: fired only by
+ * replication) of one of stream_ext's triggers on a stream, or of ALL or
+ * USER triggers: refused.  Views would silently stop following the stream,
+ * and without its append-only guard rows could be updated or deleted under
+ * them; other roles' views too.  Dropping the views (or revoking what they
+ * need: docs/security.md) is how a stream is detached from them.  A
+ * superuser, who can bypass triggers anyway (session_replication_role),
+ * may.
+ */
+static void
+check_trigger_switch(Oid relid, AlterTableCmd *cmd, const char *relname)
+{
+	bool		one = cmd->subtype == AT_DisableTrig || cmd->subtype == AT_EnableReplicaTrig;
+	bool		all = cmd->subtype == AT_DisableTrigAll || cmd->subtype == AT_DisableTrigUser;
+
+	if (!one && !all)
+		return;
+	if (one && (cmd->name == NULL || strncmp(cmd->name, "stream_ext_", 11) != 0))
+		return;
+	/* a superuser may (pg_restore --data-only --disable-triggers does) */
+	if (superuser() || !catalog_is_stream(relid))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 one ?
+			 errmsg("cannot disable trigger \"%s\" of stream \"%s\"", cmd->name, relname) :
+			 errmsg("cannot disable the triggers of stream \"%s\"", relname),
+			 errdetail("stream_ext's triggers keep the stream append-only and its continuous views, transforms and sinks exact."),
+			 errhint("Drop what reads the stream instead, or revoke a privilege it needs to detach another role's view.")));
+}
+
+/*
  * ENABLE or FORCE ROW LEVEL SECURITY on a stream: refused if the policies
  * would then apply to the owner of one of its continuous views.
  */
@@ -159,6 +191,7 @@ check_alter(Node *parsetree)
 
 			if (cmd->subtype == AT_DropColumn && cmd->name != NULL)
 				check_sink_key(relid, cmd->name, "drop", stmt->relation->relname);
+			check_trigger_switch(relid, cmd, stmt->relation->relname);
 		}
 		if (!is_stream_with_views(relid))
 			return;
