@@ -163,13 +163,16 @@ ALTER VIEW uo76.hits2 SET (changes = true);
 INSERT INTO uo76.hl2 VALUES (2, '2026-01-01 10:07');
 SELECT change_op, k, old_hits, new_hits FROM uo76.hits2_changes ORDER BY change_seq, k;
 
--- stream_ext's triggers on a stream cannot be switched off by its owner:
--- the views would silently stop following it
+-- stream_ext's triggers on a stream cannot be switched off, dropped or
+-- renamed by its owner: the views would silently stop following it
 ALTER TABLE uo76.hl2 DISABLE TRIGGER stream_ext_maintain;
 ALTER TABLE uo76.hl2 DISABLE TRIGGER stream_ext_append_only;
 ALTER TABLE uo76.hl2 ENABLE REPLICA TRIGGER stream_ext_maintain;
 ALTER TABLE uo76.hl2 DISABLE TRIGGER USER;
 ALTER TABLE uo76.hl2 DISABLE TRIGGER ALL;
+DROP TRIGGER stream_ext_maintain ON uo76.hl2;
+DROP TRIGGER stream_ext_append_only ON uo76.hl2;
+ALTER TRIGGER stream_ext_maintain ON uo76.hl2 RENAME TO mine;
 -- its own triggers can
 CREATE FUNCTION uo76.noop() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
 CREATE TRIGGER own AFTER INSERT ON uo76.hl2 FOR EACH STATEMENT EXECUTE FUNCTION uo76.noop();

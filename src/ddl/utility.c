@@ -108,6 +108,29 @@ check_trigger_switch(Oid relid, AlterTableCmd *cmd, const char *relname)
 }
 
 /*
+ * DROP TRIGGER or ALTER TRIGGER ... RENAME of one of stream_ext's triggers
+ * on a stream, refused as disabling it is; stream_ext drops its own with
+ * performDeletion().
+ */
+static void
+check_stream_trigger(RangeVar *relation, const char *trigname, const char *to_do)
+{
+	Oid			relid;
+
+	if (strncmp(trigname, "stream_ext_", 11) != 0 || superuser())
+		return;
+	relid = RangeVarGetRelid(relation, NoLock, true);
+	if (!OidIsValid(relid) || !catalog_is_stream(relid))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s trigger \"%s\" of stream \"%s\"", to_do, trigname,
+					get_rel_name(relid)),
+			 errdetail("stream_ext's triggers keep the stream append-only and its continuous views, transforms and sinks exact."),
+			 errhint("Drop what reads the stream instead (DROP VIEW, stream_ext.drop_sink()).")));
+}
+
+/*
  * ENABLE or FORCE ROW LEVEL SECURITY on a stream: refused if the policies
  * would then apply to the owner of one of its continuous views.
  */
@@ -236,6 +259,8 @@ check_alter(Node *parsetree)
 		RenameStmt *stmt = (RenameStmt *) parsetree;
 		Oid			relid;
 
+		if (stmt->renameType == OBJECT_TRIGGER && stmt->relation != NULL)
+			check_stream_trigger(stmt->relation, stmt->subname, "rename");
 		if (stmt->renameType == OBJECT_SCHEMA)
 		{
 			/* maintenance statements name their tables schema-qualified */
@@ -470,6 +495,20 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	else if (IsA(parsetree, DropStmt))
 	{
 		drops = !((DropStmt *) parsetree)->concurrent;
+		if (((DropStmt *) parsetree)->removeType == OBJECT_TRIGGER && stream_ext_installed())
+		{
+			ListCell   *lc;
+
+			foreach(lc, ((DropStmt *) parsetree)->objects)
+			{
+				List	   *names = lfirst_node(List, lc);
+
+				/* relation's name list, then the trigger's name */
+				check_stream_trigger(makeRangeVarFromNameList(list_truncate(list_copy(names),
+																			list_length(names) - 1)),
+									 strVal(llast(names)), "drop");
+			}
+		}
 		if (stream_ext_installed())
 			lock_streams_of_dropped_views((DropStmt *) parsetree);
 	}

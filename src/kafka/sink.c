@@ -30,6 +30,8 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
@@ -587,17 +589,22 @@ stream_ext_drop_sink(PG_FUNCTION_ARGS)
 
 	if (get_rel_name(row.stream) != NULL)
 	{
-		char	   *qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.stream)),
-														  get_rel_name(row.stream));
-		SeRunAs		runas;
-		int			ret;
+		/*
+		 * The queue trigger, as an internal deletion: DROP TRIGGER of
+		 * stream_ext's triggers on a stream is refused to users
+		 * (ddl/utility.c); kafka_drop_begin() checked the caller may drop
+		 * the sink.
+		 */
+		Oid			trigid = get_trigger_oid(row.stream,
+											 psprintf("stream_ext_sink_%d", row.id), true);
 
-		se_run_as_role(&runas, se_relation_owner(row.stream));
-		ret = SPI_execute(psprintf("DROP TRIGGER IF EXISTS stream_ext_sink_%d ON %s",
-								   row.id, qualname), false, 0);
-		se_restore(&runas);
-		if (ret != SPI_OK_UTILITY)
-			elog(ERROR, "could not drop the queue trigger of Kafka sink \"%s\"", row.name);
+		if (OidIsValid(trigid))
+		{
+			ObjectAddress trigger;
+
+			ObjectAddressSet(trigger, TriggerRelationId, trigid);
+			performDeletion(&trigger, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+		}
 	}
 
 	args[0] = Int32GetDatum(row.id);
