@@ -347,19 +347,24 @@ altered_object(Node *parsetree, ObjectAddress *addr, Oid *nspid, Oid *stream)
 static void
 check_column_types(AlterTableStmt *stmt)
 {
-	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	Oid			relid = InvalidOid;
 	ListCell   *lc;
 
-	if (!OidIsValid(relid) || catalog_is_stream(relid))
-		return;
 	foreach(lc, stmt->cmds)
 	{
 		AlterTableCmd *cmd = lfirst(lc);
 		AttrNumber	attnum;
 		char	   *user;
 
-		if (cmd->subtype != AT_AlterColumnType || cmd->name == NULL ||
-			(attnum = get_attnum(relid, cmd->name)) == InvalidAttrNumber)
+		if (cmd->subtype != AT_AlterColumnType || cmd->name == NULL)
+			continue;
+		if (!OidIsValid(relid))
+		{
+			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+			if (!OidIsValid(relid) || catalog_is_stream(relid))
+				return;
+		}
+		if ((attnum = get_attnum(relid, cmd->name)) == InvalidAttrNumber)
 			continue;
 		user = catalog_object_user(RelationRelationId, relid, attnum);
 		if (user != NULL)
