@@ -677,16 +677,27 @@ catalog_streams_in_schema(Oid nspid)
 	return result;
 }
 
-/* continuous view viewid's recorded definition becomes definition */
-void
-catalog_set_view_definition(Oid viewid, const char *definition)
+/*
+ * Text column (a name of ours, not a user's) of continuous view viewid's
+ * catalog row becomes value; what names it in the error.
+ */
+static void
+set_view_text(Oid viewid, const char *column, const char *value, const char *what)
 {
 	CatalogArgs args = {0};
 
 	arg_oid(&args, viewid);
-	arg_text(&args, definition);
-	catalog_write_one("UPDATE stream_ext.view_catalog SET definition = $2 WHERE view = $1",
-					  &args, "the definition of view", viewid);
+	arg_text(&args, value);
+	catalog_write_one(psprintf("UPDATE stream_ext.view_catalog SET %s = $2 WHERE view = $1",
+							   column),
+					  &args, what, viewid);
+}
+
+/* continuous view viewid's recorded definition becomes definition */
+void
+catalog_set_view_definition(Oid viewid, const char *definition)
+{
+	set_view_text(viewid, "definition", definition, "the definition of continuous view");
 }
 
 /* the owners of the continuous views of stream relid */
@@ -1356,12 +1367,7 @@ catalog_streams_with_retention(void)
 void
 catalog_set_view_notify(Oid viewid, const char *channel)
 {
-	CatalogArgs args = {0};
-
-	arg_oid(&args, viewid);
-	arg_text(&args, channel);
-	catalog_write_one("UPDATE stream_ext.view_catalog SET notify = $2 WHERE view = $1",
-					  &args, "the notify channel of continuous view", viewid);
+	set_view_text(viewid, "notify", channel, "the notify channel of continuous view");
 }
 
 /*
