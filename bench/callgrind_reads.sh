@@ -21,7 +21,9 @@
 # loops run EXECUTE format('SELECT * FROM <view> WHERE k = %s', k), a
 # dynamic query string that plpgsql parses, rewrites and plans at every
 # EXECUTE (what psql's statements and PostgREST without prepared statements
-# cost); plan_cache_mode is then left alone.
+# cost); plan_cache_mode is then left alone.  CG_READ_COND (unprepared only,
+# default 'k = %1$s') is the condition read, %1$s the key: e.g.
+# 'k >= %1$s AND k < %1$s + 10', a range the node does not take.
 # Prints instructions per read and the ratio to the first case.
 set -euo pipefail
 
@@ -39,6 +41,7 @@ NGROUPS=${CG_READ_GROUPS:-100000}
 NDELTA=${CG_READ_DELTA:-0}
 N=${CG_READ_N:-500}
 MODE=${CG_READ_MODE:-prepared}
+COND=${CG_READ_COND:-k = %1\$s}
 case $MODE in prepared | unprepared) ;; *) die "CG_READ_MODE: prepared or unprepared" ;; esac
 cg_scratch cgr
 
@@ -64,7 +67,7 @@ grep -q ERROR "$SCRATCH/setup.log" && { cat "$SCRATCH/setup.log" >&2; die "set-u
 
 loop() {	# loop COUNT VIEW: one plpgsql loop of COUNT reads
 	local stmt="EXECUTE p(%s)"
-	[[ $MODE == prepared ]] || stmt="SELECT * FROM $2 WHERE k = %s"
+	[[ $MODE == prepared ]] || stmt="SELECT * FROM $2 WHERE $COND"
 	echo "DO \$\$ BEGIN FOR i IN 1..$1 LOOP EXECUTE format('$stmt', 1 + (i * 7919) % $NGROUPS); END LOOP; END \$\$"
 }
 

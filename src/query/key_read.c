@@ -832,7 +832,7 @@ make_stub(Query *sub, uint32 id)
  * subquery of its rule, so no row-level security qual was added to it.
  */
 static KeyReadView *
-merged_read_view(List *rtable, Query *sub)
+merged_read_view(List *rtable, Query *sub, List *opnos, bool check_opnos)
 {
 	Oid			first;
 	ListCell   *lc;
@@ -850,7 +850,19 @@ merged_read_view(List *rtable, Query *sub)
 		if (vrte->rtekind != RTE_RELATION || vrte->relkind != RELKIND_VIEW)
 			continue;
 		cand = view_analysis(vrte->relid);
-		if (cand->usable && cand->matrelid == first && equal(cand->source, sub))
+		if (!cand->usable || cand->matrelid != first)
+			continue;
+		if (check_opnos)
+		{
+			ListCell   *lo;
+			bool		all = true;
+
+			foreach(lo, cand->key_eqops)
+				all = all && list_member_oid(opnos, lfirst_oid(lo));
+			if (!all)
+				continue;
+		}
+		if (equal(cand->source, sub))
 			return cand;
 	}
 	return NULL;
@@ -859,36 +871,29 @@ merged_read_view(List *rtable, Query *sub)
 typedef struct StubContext
 {
 	KeyReadStubs *st;
-	bool		quals;			/* this query level or one above has quals */
+	List	   *opnos;			/* operators of this level's restrictions
+								 * and those above */
 } StubContext;
 
-/* has q restrictions (WHERE, HAVING, a join's ON) that could fix a key */
+/* the operators of the OpExprs of a query level's restrictions */
 static bool
-query_has_quals(Query *q)
+collect_opnos_walker(Node *node, List **opnos)
 {
-	ListCell   *lc;
-
-	if (q->havingQual != NULL)
-		return true;
-	if (q->jointree == NULL)
+	if (node == NULL || IsA(node, Query))
 		return false;
-	if (q->jointree->quals != NULL)
-		return true;
-	foreach(lc, q->jointree->fromlist)
-	{
-		if (!IsA(lfirst(lc), RangeTblRef))
-			return true;
-	}
-	return false;
+	if (IsA(node, OpExpr))
+		*opnos = lappend_oid(*opnos, ((OpExpr *) node)->opno);
+	return expression_tree_walker(node, collect_opnos_walker, (void *) opnos);
 }
 
 /*
- * Stub every merged read of a view the node reads, at any depth, below a
- * query level with restrictions: the keys are fixed by a restriction of
- * the view's level or one above it (a WHERE, a HAVING the planner turns
- * into one, a join's condition, an equivalence they imply); without one
- * the node is never taken, and the stubs would only be planned for
- * nothing before the query is planned again.
+ * Stub every merged read of a view the node reads, at any depth, when each
+ * of the view's key equality operators is in a restriction of the view's
+ * query level or one above it (a WHERE, a HAVING the planner turns into
+ * one, a join's condition: the equivalences the planner derives come from
+ * them).  The node needs every key fixed by that operator; a read the
+ * test lets through and the node does not take (a range, a join on the
+ * key) costs the stubs' planning before the query is planned again.
  */
 static bool
 stub_walker(Node *node, StubContext *cx)
@@ -899,12 +904,13 @@ stub_walker(Node *node, StubContext *cx)
 	{
 		Query	   *q = (Query *) node;
 		KeyReadStubs *st = cx->st;
-		bool		outer = cx->quals;
+		int			outer = list_length(cx->opnos);
 		ListCell   *lc;
 		bool		r;
 
-		cx->quals = outer || query_has_quals(q);
-		foreach(lc, cx->quals ? q->rtable : NIL)
+		(void) collect_opnos_walker((Node *) q->jointree, &cx->opnos);
+		(void) collect_opnos_walker(q->havingQual, &cx->opnos);
+		foreach(lc, cx->opnos != NIL ? q->rtable : NIL)
 		{
 			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
 			KeyReadView *v;
@@ -912,7 +918,7 @@ stub_walker(Node *node, StubContext *cx)
 			if (rte->rtekind != RTE_SUBQUERY || rte->subquery == NULL ||
 				rte->subquery->setOperations == NULL)
 				continue;
-			v = merged_read_view(q->rtable, rte->subquery);
+			v = merged_read_view(q->rtable, rte->subquery, cx->opnos, true);
 			if (v == NULL)
 				continue;
 			st->viewids = lappend_oid(st->viewids, v->viewid);
@@ -923,7 +929,7 @@ stub_walker(Node *node, StubContext *cx)
 			st->nstubs++;
 		}
 		r = query_tree_walker(q, stub_walker, (void *) cx, 0);
-		cx->quals = outer;
+		cx->opnos = list_truncate(cx->opnos, outer);
 		return r;
 	}
 	return expression_tree_walker(node, stub_walker, (void *) cx);
@@ -960,7 +966,7 @@ key_read_planner(Query *parse, const char *query_string, int cursorOptions,
 	memset(&st, 0, sizeof(st));
 	st.first = key_read_stub_counter;
 	cx.st = &st;
-	cx.quals = false;
+	cx.opnos = NIL;
 	(void) stub_walker((Node *) parse, &cx);
 	if (st.nstubs == 0)
 		return call_planner(next, parse, query_string, cursorOptions, boundParams);
@@ -1032,7 +1038,7 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	 * level reads (their rule's OLD entry stays in the range table when
 	 * the view is pulled up): the UNION ALL must be exactly the view's
 	 */
-	v = merged_read_view(root->parse->rtable, rte->subquery);
+	v = merged_read_view(root->parse->rtable, rte->subquery, NIL, false);
 	if (v == NULL)
 		return;
 	(void) key_read_add_path(root, rel, rti, v, false);
