@@ -104,8 +104,9 @@ WITH c AS (SELECT * FROM r77_v) SELECT * FROM c WHERE k = 7;
 SELECT a.n, b.n FROM r77_v a, r77_v b WHERE a.k = 1 AND b.k = 2;
 -- not taken: planned again, as before
 SELECT a.n, b.n FROM r77_v a, r77_v b WHERE a.k = 1 AND b.k > 18;
--- no restriction with the key's equality operator: no stub
+-- no conjunct with the key's equality operator: no stub
 SELECT k, n FROM r77_v WHERE k < 2 ORDER BY k;
+SELECT k, n FROM r77_v WHERE k = 2 OR k = 3 ORDER BY k;
 SELECT count(*) FROM r77_v;
 SET stream_ext.key_read_scan = off;
 SELECT * FROM r77_v WHERE k = 3;

@@ -875,23 +875,56 @@ typedef struct StubContext
 								 * and those above */
 } StubContext;
 
-/* the operators of the OpExprs of a query level's restrictions */
-static bool
-collect_opnos_walker(Node *node, List **opnos)
+/* the operators of the OpExprs among the conjuncts of qual */
+static void
+collect_conjunct_opnos(Node *qual, List **opnos)
 {
-	if (node == NULL || IsA(node, Query))
-		return false;
-	if (IsA(node, OpExpr))
-		*opnos = lappend_oid(*opnos, ((OpExpr *) node)->opno);
-	return expression_tree_walker(node, collect_opnos_walker, (void *) opnos);
+	ListCell   *lc;
+
+	if (qual == NULL)
+		return;
+	if (IsA(qual, List))
+	{
+		foreach(lc, (List *) qual)
+			collect_conjunct_opnos(lfirst(lc), opnos);
+	}
+	else if (is_andclause(qual))
+	{
+		foreach(lc, ((BoolExpr *) qual)->args)
+			collect_conjunct_opnos(lfirst(lc), opnos);
+	}
+	else if (IsA(qual, OpExpr))
+		*opnos = lappend_oid(*opnos, ((OpExpr *) qual)->opno);
+}
+
+/* the same for a query level's join tree: its WHERE and join conditions */
+static void
+collect_jointree_opnos(Node *jt, List **opnos)
+{
+	ListCell   *lc;
+
+	if (jt == NULL)
+		return;
+	if (IsA(jt, FromExpr))
+	{
+		foreach(lc, ((FromExpr *) jt)->fromlist)
+			collect_jointree_opnos(lfirst(lc), opnos);
+		collect_conjunct_opnos(((FromExpr *) jt)->quals, opnos);
+	}
+	else if (IsA(jt, JoinExpr))
+	{
+		collect_jointree_opnos(((JoinExpr *) jt)->larg, opnos);
+		collect_jointree_opnos(((JoinExpr *) jt)->rarg, opnos);
+		collect_conjunct_opnos(((JoinExpr *) jt)->quals, opnos);
+	}
 }
 
 /*
  * Stub every merged read of a view the node reads, at any depth, when each
- * of the view's key equality operators is in a restriction of the view's
- * query level or one above it (a WHERE, a HAVING the planner turns into
- * one, a join's condition: the equivalences the planner derives come from
- * them).  The node needs every key fixed by that operator; a read the
+ * of the view's key equality operators is that of a conjunct of a
+ * restriction of the view's query level or one above it (a WHERE, a HAVING
+ * the planner turns into one, a join's condition: the equivalences the
+ * planner derives come from those; an OR of equalities fixes nothing).  The node needs every key fixed by that operator; a read the
  * test lets through and the node does not take (a range, a join on the
  * key) costs the stubs' planning before the query is planned again.
  */
@@ -908,8 +941,8 @@ stub_walker(Node *node, StubContext *cx)
 		ListCell   *lc;
 		bool		r;
 
-		(void) collect_opnos_walker((Node *) q->jointree, &cx->opnos);
-		(void) collect_opnos_walker(q->havingQual, &cx->opnos);
+		collect_jointree_opnos((Node *) q->jointree, &cx->opnos);
+		collect_conjunct_opnos(q->havingQual, &cx->opnos);
 		foreach(lc, cx->opnos != NIL ? q->rtable : NIL)
 		{
 			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
