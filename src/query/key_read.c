@@ -1005,7 +1005,7 @@ key_read_planner(Query *parse, const char *query_string, int cursorOptions,
 		return call_planner(next, parse, query_string, cursorOptions, boundParams);
 	key_read_stub_counter += st.nstubs;
 
-	/* parse keeps the stubs' RTEs: planned is a copy */
+	/* planned is a copy: parse is put back as it was, error or not */
 	key_read_stubs = &st;
 	PG_TRY();
 	{
@@ -1015,11 +1015,10 @@ key_read_planner(Query *parse, const char *query_string, int cursorOptions,
 	PG_FINALLY();
 	{
 		key_read_stubs = outer;
+		forboth(lr, st.rtes, lo, st.originals)
+			((RangeTblEntry *) lfirst(lr))->subquery = (Query *) lfirst(lo);
 	}
 	PG_END_TRY();
-	/* parse as it was */
-	forboth(lr, st.rtes, lo, st.originals)
-		((RangeTblEntry *) lfirst(lr))->subquery = (Query *) lfirst(lo);
 	if (!st.failed)
 	{
 		elog(DEBUG1, "stream_ext: %d read(s) by key planned without the view's UNION ALL",
