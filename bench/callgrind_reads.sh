@@ -17,6 +17,13 @@
 #   base  v_base
 #   off   v with stream_ext.key_read_scan = off (the merged read's plan)
 #   on    v with stream_ext.key_read_scan = on (the StreamExtKeyRead node)
+# CG_READ_MODE=unprepared reads without a prepared statement instead: the
+# loops run EXECUTE format('SELECT * FROM <view> WHERE k = %s', k), a
+# dynamic query string that plpgsql parses, rewrites and plans at every
+# EXECUTE (what psql's statements and PostgREST without prepared statements
+# cost); plan_cache_mode is then left alone.  CG_READ_COND (unprepared only,
+# default 'k = %1$s') is the condition read, %1$s the key: e.g.
+# 'k >= %1$s AND k < %1$s + 10', a range the node does not take.
 # Prints instructions per read and the ratio to the first case.
 set -euo pipefail
 
@@ -33,6 +40,9 @@ CASES=${CG_READ_CASES:-base off on}
 NGROUPS=${CG_READ_GROUPS:-100000}
 NDELTA=${CG_READ_DELTA:-0}
 N=${CG_READ_N:-500}
+MODE=${CG_READ_MODE:-prepared}
+COND=${CG_READ_COND:-k = %1\$s}
+case $MODE in prepared | unprepared) ;; *) die "CG_READ_MODE: prepared or unprepared" ;; esac
 cg_scratch cgr
 
 msg "callgrind reads: scratch $SCRATCH"
@@ -55,8 +65,10 @@ cg_initdb
 } | single "$SCRATCH/base" >"$SCRATCH/setup.log" 2>&1
 grep -q ERROR "$SCRATCH/setup.log" && { cat "$SCRATCH/setup.log" >&2; die "set-up failed"; }
 
-loop() {	# loop COUNT: one plpgsql loop of COUNT prepared reads
-	echo "DO \$\$ BEGIN FOR i IN 1..$1 LOOP EXECUTE format('EXECUTE p(%s)', 1 + (i * 7919) % $NGROUPS); END LOOP; END \$\$"
+loop() {	# loop COUNT VIEW: one plpgsql loop of COUNT reads
+	local stmt="EXECUTE p(%s)"
+	[[ $MODE == prepared ]] || stmt="SELECT * FROM $2 WHERE $COND"
+	echo "DO \$\$ BEGIN FOR i IN 1..$1 LOOP EXECUTE format('$stmt', 1 + (i * 7919) % $NGROUPS); END LOOP; END \$\$"
 }
 
 # statements CASE COUNT
@@ -66,11 +78,13 @@ statements() {
 	base) view=v_base ;; off) scan=off ;; on) ;;
 	*) die "unknown case $1 (base, off, on)" ;;
 	esac
-	echo "SET plan_cache_mode = force_generic_plan"
 	echo "SET stream_ext.key_read_scan = $scan"
-	echo "PREPARE p(int) AS SELECT * FROM $view WHERE k = \$1"
-	loop 10
-	loop "$2"
+	if [[ $MODE == prepared ]]; then
+		echo "SET plan_cache_mode = force_generic_plan"
+		echo "PREPARE p(int) AS SELECT * FROM $view WHERE k = \$1"
+	fi
+	loop 10 "$view"
+	loop "$2" "$view"
 }
 
 run() {	# run LABEL CASE COUNT -> $SCRATCH/cg.LABEL

@@ -69,6 +69,7 @@
 #include "maintain/stats.h"
 #include "maintain/trigger.h"
 #include "query/analyze.h"
+#include "query/key_read.h"
 #include "query/stream_joins.h"
 #include "query/combine.h"
 #include "query/shared_plan.h"
@@ -238,10 +239,13 @@ stream_ext_planner(Query *parse, const char *query_string, int cursorOptions,
 	else
 		combine_rewrite(parse);
 
-	if (prev_planner_hook)
-		result = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
-	else
-		result = standard_planner(parse, query_string, cursorOptions, boundParams);
+	if (se_materializing())
+		result = prev_planner_hook ?
+			prev_planner_hook(parse, query_string, cursorOptions, boundParams) :
+			standard_planner(parse, query_string, cursorOptions, boundParams);
+	else						/* reads by key: their UNION ALL not planned */
+		result = key_read_planner(parse, query_string, cursorOptions, boundParams,
+								  prev_planner_hook);
 
 	if (se_materializing())
 	{

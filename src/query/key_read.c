@@ -60,6 +60,13 @@
  * or one of its tables: planning a read by key then costs about what the
  * merged read's planning does.
  *
+ * Unprepared reads were mostly planning: the rewriter's copy of the UNION
+ * ALL pulled up and its three branches planned, only for the hook to throw
+ * them away.  key_read_planner() (the planner hook's, maintain/maintain.c)
+ * replaces each UNION ALL the hook would take by a stub before planning
+ * and plans the query again as it was if the node does not take them all
+ * (see "stubs" below).
+ *
  * stream_ext.key_read_scan (bool, default on) turns the path off.
  *
  *-------------------------------------------------------------------------
@@ -427,6 +434,7 @@ typedef struct KeyReadView
 	Oid			viewid;			/* hash key */
 	bool		valid;
 	bool		usable;			/* else: not read by the node */
+	uint32		generation;		/* which analysis (key_read_stubs) */
 	MemoryContext cxt;			/* everything below */
 	Oid			matrelid;
 	Query	   *source;			/* the UNION ALL: the rule's subquery */
@@ -442,6 +450,7 @@ typedef struct KeyReadView
 } KeyReadView;
 
 static HTAB *key_read_views = NULL;
+static uint32 key_read_generation = 0;
 
 static void
 key_read_forget(Datum arg, Oid relid)
@@ -723,44 +732,117 @@ view_analysis(Oid viewid)
 	old = MemoryContextSwitchTo(v->cxt);
 	/* valid before analyze_view(): an invalidation during it marks it stale */
 	v->valid = true;
+	v->generation = ++key_read_generation;
 	v->relids = list_make1_oid(viewid);
-	if (catalog_lookup_view(viewid, &cat, v->cxt) && OidIsValid(cat.deltaid))
+	/* (stream_ext's catalog is there: checked here, not at every read) */
+	if (stream_ext_installed() &&
+		catalog_lookup_view(viewid, &cat, v->cxt) && OidIsValid(cat.deltaid))
 		v->usable = analyze_view_safely(v, viewid, &cat);
 	MemoryContextSwitchTo(old);
 	return v;
 }
 
-static void
-key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
-						  RangeTblEntry *rte)
+static bool key_read_add_path(PlannerInfo *root, RelOptInfo *rel, Index rti,
+							  KeyReadView *v, bool stub);
+
+/*
+ * ---- stubs: planning a read by key without its UNION ALL -----------------
+ *
+ * key_read_planner() replaces, before planning, the UNION ALL of every read
+ * of a view the node reads (the subquery equal() to the view's, as the
+ * set_rel_pathlist hook would find it) by a stub: its output columns as
+ * typed NULLs, LIMIT -1.  A LIMIT keeps it from being pulled up and the
+ * read's restrictions from being pushed into it, so the hook sees them on
+ * the stub's relation as it saw them on the UNION ALL's.  The hook gives a
+ * stub's relation the node as its only path, or says it cannot; then the
+ * query is planned again as it was (the UNION ALL put back).  Executing a
+ * stub raises "LIMIT must not be negative": a stub that reached a plan
+ * would be an error, never a wrong (empty) answer.
+ */
+#define KR_STUB_QUERYID_TAG	UINT64CONST(0x53454b5200000000)	/* "SEKR" */
+#define KR_STUB_QUERYID_MASK UINT64CONST(0xffffffff00000000)
+
+typedef struct KeyReadStubs
 {
-	Query	   *sub;
-	Oid			first;
-	KeyReadView *v = NULL;
-	List	   *values = NIL;
+	uint32		first;			/* the id of the first stub */
+	int			nstubs;
+	List	   *viewids;		/* per stub: the view read, */
+	List	   *generations;	/* the analysis it was made from, */
+	List	   *rtes;			/* its RTE in the query being planned */
+	List	   *originals;		/* and the UNION ALL it held */
+	bool		failed;			/* a stub's relation is not the node */
+} KeyReadStubs;
+
+/* the stubs of the query being planned (key_read_planner()), or NULL */
+static KeyReadStubs *key_read_stubs = NULL;
+static uint32 key_read_stub_counter = 0;
+
+/*
+ * Is sub a stub of the query being planned: its index in key_read_stubs,
+ * else -1
+ */
+static int
+stub_index(Query *sub)
+{
+	uint32		index;
+
+	if (key_read_stubs == NULL || sub == NULL ||
+		(sub->queryId & KR_STUB_QUERYID_MASK) != KR_STUB_QUERYID_TAG)
+		return -1;
+	index = (uint32) (sub->queryId & ~KR_STUB_QUERYID_MASK) - key_read_stubs->first;
+	if (index >= (uint32) key_read_stubs->nstubs)
+		return -1;
+	return (int) index;
+}
+
+/* the stub for sub: its output columns, typed NULLs, LIMIT -1 */
+static Query *
+make_stub(Query *sub, uint32 id)
+{
+	Query	   *stub = makeNode(Query);
 	ListCell   *lc;
-	CustomPath *cpath;
 
-	if (prev_set_rel_pathlist_hook)
-		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	stub->commandType = CMD_SELECT;
+	stub->querySource = QSRC_ORIGINAL;
+	stub->canSetTag = true;
+	stub->queryId = KR_STUB_QUERYID_TAG | id;
+	stub->jointree = makeFromExpr(NIL, NULL);
+	foreach(lc, sub->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Node	   *e = (Node *) tle->expr;
 
-	if (!stream_ext_key_read_scan || rte->rtekind != RTE_SUBQUERY ||
-		rte->subquery == NULL || rte->subquery->setOperations == NULL ||
-		rel->reloptkind != RELOPT_BASEREL || IS_DUMMY_REL(rel) ||
-		rel->baserestrictinfo == NIL || rel->lateral_relids != NULL ||
-		rel->pathlist == NIL)
-		return;
-	sub = rte->subquery;
+		stub->targetList =
+			lappend(stub->targetList,
+					makeTargetEntry((Expr *) makeNullConst(exprType(e), exprTypmod(e),
+														   exprCollation(e)),
+									tle->resno, tle->resname ? pstrdup(tle->resname) : NULL,
+									tle->resjunk));
+	}
+	stub->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+										  Int64GetDatum(-1), false, FLOAT8PASSBYVAL);
+	stub->limitOption = LIMIT_OPTION_COUNT;
+	return stub;
+}
+
+/*
+ * The view whose merged read sub is, among the views query level q reads
+ * (their rule's OLD entry is in its range table), if the node reads it;
+ * NULL otherwise.  sub must be exactly the view's UNION ALL: equal() to the
+ * subquery of its rule, so no row-level security qual was added to it.
+ */
+static KeyReadView *
+merged_read_view(List *rtable, Query *sub, List *opnos, bool check_opnos)
+{
+	Oid			first;
+	ListCell   *lc;
+
+	if (sub == NULL || sub->setOperations == NULL)
+		return NULL;
 	first = first_table(sub);
-	if (!OidIsValid(first) || !se_is_guarded_table(first) || !stream_ext_installed())
-		return;
-
-	/*
-	 * the continuous view whose read this is, among the views this query
-	 * level reads (their rule's OLD entry stays in the range table when
-	 * the view is pulled up): the UNION ALL must be exactly the view's
-	 */
-	foreach(lc, root->parse->rtable)
+	if (!OidIsValid(first) || !se_is_guarded_table(first))
+		return NULL;
+	foreach(lc, rtable)
 	{
 		RangeTblEntry *vrte = lfirst_node(RangeTblEntry, lc);
 		KeyReadView *cand;
@@ -768,14 +850,246 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		if (vrte->rtekind != RTE_RELATION || vrte->relkind != RELKIND_VIEW)
 			continue;
 		cand = view_analysis(vrte->relid);
-		if (cand->usable && cand->matrelid == first && equal(cand->source, sub))
+		if (!cand->usable || cand->matrelid != first)
+			continue;
+		if (check_opnos)
 		{
-			v = cand;
-			break;
+			ListCell   *lo;
+			bool		all = true;
+
+			foreach(lo, cand->key_eqops)
+				all = all && list_member_oid(opnos, lfirst_oid(lo));
+			if (!all)
+				continue;
 		}
+		if (equal(cand->source, sub))
+			return cand;
 	}
+	return NULL;
+}
+
+typedef struct StubContext
+{
+	KeyReadStubs *st;
+	List	   *opnos;			/* operators of this level's restrictions
+								 * and those above */
+} StubContext;
+
+/* the operators of the OpExprs among the conjuncts of qual */
+static void
+collect_conjunct_opnos(Node *qual, List **opnos)
+{
+	ListCell   *lc;
+
+	if (qual == NULL)
+		return;
+	if (IsA(qual, List))
+	{
+		foreach(lc, (List *) qual)
+			collect_conjunct_opnos(lfirst(lc), opnos);
+	}
+	else if (is_andclause(qual))
+	{
+		foreach(lc, ((BoolExpr *) qual)->args)
+			collect_conjunct_opnos(lfirst(lc), opnos);
+	}
+	else if (IsA(qual, OpExpr))
+		*opnos = lappend_oid(*opnos, ((OpExpr *) qual)->opno);
+}
+
+/* the same for a query level's join tree: its WHERE and join conditions */
+static void
+collect_jointree_opnos(Node *jt, List **opnos)
+{
+	ListCell   *lc;
+
+	if (jt == NULL)
+		return;
+	if (IsA(jt, FromExpr))
+	{
+		foreach(lc, ((FromExpr *) jt)->fromlist)
+			collect_jointree_opnos(lfirst(lc), opnos);
+		collect_conjunct_opnos(((FromExpr *) jt)->quals, opnos);
+	}
+	else if (IsA(jt, JoinExpr))
+	{
+		collect_jointree_opnos(((JoinExpr *) jt)->larg, opnos);
+		collect_jointree_opnos(((JoinExpr *) jt)->rarg, opnos);
+		collect_conjunct_opnos(((JoinExpr *) jt)->quals, opnos);
+	}
+}
+
+/*
+ * Stub every merged read of a view the node reads, at any depth, when each
+ * of the view's key equality operators is that of a conjunct of a
+ * restriction of the view's query level or one above it (a WHERE, a HAVING
+ * the planner turns into one, a join's condition: the equivalences the
+ * planner derives come from those; an OR of equalities fixes nothing).  The node needs every key fixed by that operator; a read the
+ * test lets through and the node does not take (a range, a join on the
+ * key) costs the stubs' planning before the query is planned again.
+ */
+static bool
+stub_walker(Node *node, StubContext *cx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *q = (Query *) node;
+		KeyReadStubs *st = cx->st;
+		int			outer = list_length(cx->opnos);
+		ListCell   *lc;
+		bool		r;
+
+		collect_jointree_opnos((Node *) q->jointree, &cx->opnos);
+		collect_conjunct_opnos(q->havingQual, &cx->opnos);
+		foreach(lc, cx->opnos != NIL ? q->rtable : NIL)
+		{
+			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+			KeyReadView *v;
+
+			if (rte->rtekind != RTE_SUBQUERY || rte->subquery == NULL ||
+				rte->subquery->setOperations == NULL)
+				continue;
+			v = merged_read_view(q->rtable, rte->subquery, cx->opnos, true);
+			if (v == NULL)
+				continue;
+			st->viewids = lappend_oid(st->viewids, v->viewid);
+			st->generations = lappend_int(st->generations, (int) v->generation);
+			st->rtes = lappend(st->rtes, rte);
+			st->originals = lappend(st->originals, rte->subquery);
+			rte->subquery = make_stub(rte->subquery, st->first + st->nstubs);
+			st->nstubs++;
+		}
+		r = query_tree_walker(q, stub_walker, (void *) cx, 0);
+		cx->opnos = list_truncate(cx->opnos, outer);
+		return r;
+	}
+	return expression_tree_walker(node, stub_walker, (void *) cx);
+}
+
+static PlannedStmt *
+call_planner(planner_hook_type next, Query *parse, const char *query_string,
+			 int cursorOptions, ParamListInfo boundParams)
+{
+	if (next)
+		return next(parse, query_string, cursorOptions, boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/*
+ * The planner, for stream_ext's planner hook (maintain/maintain.c): next
+ * (or standard_planner()) on parse, with the merged reads of views the
+ * node reads stubbed (see above) when it takes every one of them; else on
+ * parse as it was.
+ */
+PlannedStmt *
+key_read_planner(Query *parse, const char *query_string, int cursorOptions,
+				 ParamListInfo boundParams, planner_hook_type next)
+{
+	KeyReadStubs st;
+	StubContext cx;
+	KeyReadStubs *outer = key_read_stubs;
+	PlannedStmt *result = NULL;
+	ListCell   *lr;
+	ListCell   *lo;
+
+	if (!stream_ext_key_read_scan)
+		return call_planner(next, parse, query_string, cursorOptions, boundParams);
+	memset(&st, 0, sizeof(st));
+	st.first = key_read_stub_counter;
+	cx.st = &st;
+	cx.opnos = NIL;
+	(void) stub_walker((Node *) parse, &cx);
+	if (st.nstubs == 0)
+		return call_planner(next, parse, query_string, cursorOptions, boundParams);
+	key_read_stub_counter += st.nstubs;
+
+	/* planned is a copy: parse is put back as it was, error or not */
+	key_read_stubs = &st;
+	PG_TRY();
+	{
+		result = call_planner(next, copyObject(parse), query_string, cursorOptions,
+							  boundParams);
+	}
+	PG_FINALLY();
+	{
+		key_read_stubs = outer;
+		forboth(lr, st.rtes, lo, st.originals)
+			((RangeTblEntry *) lfirst(lr))->subquery = (Query *) lfirst(lo);
+	}
+	PG_END_TRY();
+	if (!st.failed)
+	{
+		elog(DEBUG1, "stream_ext: %d read(s) by key planned without the view's UNION ALL",
+			 st.nstubs);
+		return result;
+	}
+	elog(DEBUG1, "stream_ext: not every read of a view is read by key: planned again with the view's UNION ALL");
+	return call_planner(next, parse, query_string, cursorOptions, boundParams);
+}
+
+static void
+key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+						  RangeTblEntry *rte)
+{
+	KeyReadView *v;
+	int			stub;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	if (rte->rtekind != RTE_SUBQUERY)
+		return;
+	stub = stub_index(rte->subquery);
+	if (stub >= 0)
+	{
+		/*
+		 * a stub: the node, or the query is planned again without stubs
+		 * (also when the view was analyzed again since it was made)
+		 */
+		v = view_analysis(list_nth_oid(key_read_stubs->viewids, stub));
+		if (!v->usable ||
+			v->generation != (uint32) list_nth_int(key_read_stubs->generations, stub) ||
+			rel->reloptkind != RELOPT_BASEREL || IS_DUMMY_REL(rel) ||
+			rel->lateral_relids != NULL || rel->pathlist == NIL ||
+			!key_read_add_path(root, rel, rti, v, true))
+			key_read_stubs->failed = true;
+		return;
+	}
+
+	if (!stream_ext_key_read_scan ||
+		rte->subquery == NULL || rte->subquery->setOperations == NULL ||
+		rel->reloptkind != RELOPT_BASEREL || IS_DUMMY_REL(rel) ||
+		rel->baserestrictinfo == NIL || rel->lateral_relids != NULL ||
+		rel->pathlist == NIL)
+		return;
+
+	/*
+	 * the continuous view whose read this is, among the views this query
+	 * level reads (their rule's OLD entry stays in the range table when
+	 * the view is pulled up): the UNION ALL must be exactly the view's
+	 */
+	v = merged_read_view(root->parse->rtable, rte->subquery, NIL, false);
 	if (v == NULL)
 		return;
+	(void) key_read_add_path(root, rel, rti, v, false);
+}
+
+/*
+ * Add the node's path to rel, reading view v, if every key is fixed; for a
+ * stub (stub: true) as its only path.  False if not.
+ */
+static bool
+key_read_add_path(PlannerInfo *root, RelOptInfo *rel, Index rti, KeyReadView *v,
+				  bool stub)
+{
+	List	   *values = NIL;
+	ListCell   *lc;
+	CustomPath *cpath;
+
+	if (rel->baserestrictinfo == NIL)
+		return false;
 
 	/*
 	 * the reltarget: plain columns of this relation (no placeholders, no
@@ -784,7 +1098,7 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	foreach(lc, rel->reltarget->exprs)
 	{
 		if (!IsA(lfirst(lc), Var) || ((Var *) lfirst(lc))->varattno <= 0)
-			return;
+			return false;
 	}
 	/* every key fixed */
 	for (int i = 0; i < list_length(v->key_resnos); i++)
@@ -794,7 +1108,7 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 									  list_nth_oid(v->key_colls, i));
 
 		if (val == NULL)
-			return;
+			return false;
 		values = lappend(values, copyObject(val));
 	}
 
@@ -807,7 +1121,8 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	/* two index probes: below the plan it replaces */
 	cpath->path.startup_cost = 0;
 	cpath->path.total_cost = 2 * (random_page_cost + cpu_index_tuple_cost + cpu_tuple_cost);
-	foreach(lc, rel->pathlist)
+	/* a stub's paths cost nothing: the node's estimate is what it was */
+	foreach(lc, stub ? NIL : rel->pathlist)
 		cpath->path.total_cost = Min(cpath->path.total_cost,
 									 ((Path *) lfirst(lc))->total_cost / 2);
 	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
@@ -818,7 +1133,14 @@ key_read_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	cpath->methods = &key_read_path_methods;
 	/* the key values, for the plan (custom_exprs) */
 	cpath->custom_private = lappend(cpath->custom_private, values);
+	if (stub)
+	{
+		/* the stub's own plan is never to run */
+		rel->pathlist = NIL;
+		rel->partial_pathlist = NIL;
+	}
 	add_path(rel, &cpath->path);
+	return true;
 }
 
 static Plan *
