@@ -197,6 +197,19 @@ SELECT stream_ext.drop_sink('uo76 sink');
 SET ROLE uo76_an;
 ALTER TABLE uo76.clicks RENAME COLUMN url TO u;
 INSERT INTO uo76.clicks VALUES ('/b', 2);
+-- a Kafka source's options naming columns: it inserts into them by name
+RESET ROLE;
+SELECT stream_ext.create_kafka_source('uo76 src', 'uo76.clicks', 'localhost:1', 't', 'json',
+       '{"columns": ["value"], "key_column": "u"}');
+SET ROLE uo76_an;
+ALTER TABLE uo76.clicks RENAME COLUMN u TO url;
+ALTER TABLE uo76.clicks DROP COLUMN value;
+ALTER TABLE uo76.clicks ADD COLUMN note text;
+ALTER TABLE uo76.clicks RENAME COLUMN note TO remark;
+RESET ROLE;
+SELECT stream_ext.drop_source('uo76 src');
+SET ROLE uo76_an;
+ALTER TABLE uo76.clicks RENAME COLUMN u TO url;
 
 RESET ROLE;
 DROP SCHEMA uo76 CASCADE;

@@ -530,6 +530,41 @@ catalog_sink_key_user(Oid relid, const char *attname)
 }
 
 /*
+ * The Kafka source into stream relid whose options name column attname
+ * (the target columns, a column's path, the key, partition, offset or
+ * timestamp column: kafka/source.c inserts into them by name), or NULL.
+ * Read as the catalog's owner, as catalog_sink_key_user().
+ */
+char *
+catalog_source_column_user(Oid relid, const char *attname)
+{
+	CatalogArgs args = {0};
+	char	   *result = NULL;
+
+	if (!has_catalog_table("kafka_sources"))
+		return NULL;
+	arg_oid(&args, relid);
+	arg_text(&args, attname);
+	catalog_exec("SELECT s.name FROM stream_ext.kafka_sources s,"
+				 "       LATERAL (SELECT s.options OPERATOR(pg_catalog.->) 'columns' AS c,"
+				 "                       s.options OPERATOR(pg_catalog.->) 'paths' AS p) o"
+				 " WHERE s.stream = $1"
+				 "   AND ($2 OPERATOR(pg_catalog.=) ANY (ARRAY["
+				 "          s.options OPERATOR(pg_catalog.->>) 'column',"
+				 "          s.options OPERATOR(pg_catalog.->>) 'key_column',"
+				 "          s.options OPERATOR(pg_catalog.->>) 'partition_column',"
+				 "          s.options OPERATOR(pg_catalog.->>) 'offset_column',"
+				 "          s.options OPERATOR(pg_catalog.->>) 'timestamp_column'])"
+				 "        OR (pg_catalog.jsonb_typeof(o.c) OPERATOR(pg_catalog.=) 'array'"
+				 "            AND o.c OPERATOR(pg_catalog.?) $2)"
+				 "        OR (pg_catalog.jsonb_typeof(o.p) OPERATOR(pg_catalog.=) 'object'"
+				 "            AND o.p OPERATOR(pg_catalog.?) $2))"
+				 " ORDER BY 1 LIMIT 1",
+				 &args, CATALOG_AS_OWNER, 0, row_first_text, &result);
+	return result;
+}
+
+/*
  * A continuous view or transform whose statements name stream relid (nspid
  * valid: any stream of schema nspid), or NULL: "continuous view v joins it
  * with another stream" (each stream's batch statement names the other:

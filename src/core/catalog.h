@@ -52,6 +52,7 @@ extern bool catalog_stream_is_emit_output(Oid relid);
 extern char *catalog_view_named_by_own_sql(Oid viewid);
 extern Oid	catalog_view_emit_output(Oid viewid);
 extern char *catalog_sink_key_user(Oid relid, const char *attname);
+extern char *catalog_source_column_user(Oid relid, const char *attname);
 extern List *catalog_views_naming_stream(Oid relid);
 extern List *catalog_streams_in_schema(Oid nspid);
 extern List *catalog_all_streams(void);

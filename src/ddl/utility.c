@@ -57,22 +57,31 @@ is_stream_with_views(Oid relid)
 /*
  * DROP or RENAME of column attname of relation relid (to do: "drop" or
  * "rename"), refused if a Kafka sink of the stream keys its messages by
- * it: its capture statement, run for every batch, names the column.
+ * it (its capture statement, run for every batch, names the column) or a
+ * Kafka source's options name it.
  */
 static void
 check_sink_key(Oid relid, const char *attname, const char *to_do, const char *relname)
 {
 	char	   *sink;
+	char	   *source;
 
-	if (!catalog_is_stream(relid) ||
-		(sink = catalog_sink_key_user(relid, attname)) == NULL)
+	if (!catalog_is_stream(relid))
 		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot %s column \"%s\" of stream \"%s\": Kafka sink \"%s\" keys its messages by it",
-					to_do, attname, relname, sink),
-			 errdetail("Each batch inserted into the stream is queued for the sink with that column's value as the key."),
-			 errhint("Drop the sink with stream_ext.drop_sink() first, or create it again with another key column.")));
+	if ((sink = catalog_sink_key_user(relid, attname)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s column \"%s\" of stream \"%s\": Kafka sink \"%s\" keys its messages by it",
+						to_do, attname, relname, sink),
+				 errdetail("Each batch inserted into the stream is queued for the sink with that column's value as the key."),
+				 errhint("Drop the sink with stream_ext.drop_sink() first, or create it again with another key column.")));
+	if ((source = catalog_source_column_user(relid, attname)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s column \"%s\" of stream \"%s\": the options of Kafka source \"%s\" name it",
+						to_do, attname, relname, source),
+				 errdetail("The source inserts its messages into the columns its options name."),
+				 errhint("Drop the source with stream_ext.drop_source() first, or create it again without the column.")));
 }
 
 /*
