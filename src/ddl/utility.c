@@ -61,7 +61,7 @@ is_stream_with_views(Oid relid)
  * Kafka source's options name it.
  */
 static void
-check_sink_key(Oid relid, const char *attname, const char *to_do, const char *relname)
+check_kafka_column(Oid relid, const char *attname, const char *to_do, const char *relname)
 {
 	char	   *sink;
 	char	   *source;
@@ -85,58 +85,40 @@ check_sink_key(Oid relid, const char *attname, const char *to_do, const char *re
 }
 
 /*
- * ALTER TABLE s DISABLE TRIGGER (or ENABLE REPLICA TRIGGER: fired only by
- * replication) of one of stream_ext's triggers on a stream, or of ALL or
- * USER triggers: refused.  Views would silently stop following the stream,
- * and without its append-only guard rows could be updated or deleted under
+ * Disabling, dropping or renaming (to do) one of stream_ext's triggers on
+ * stream relid (trigname; NULL: ALTER TABLE ... DISABLE TRIGGER ALL or
+ * USER): refused.  Views would silently stop following the stream, and
+ * without its append-only guard rows could be updated or deleted under
  * them; other roles' views too.  Dropping the views (or revoking what they
  * need: docs/security.md) is how a stream is detached from them.  A
  * superuser, who can bypass triggers anyway (session_replication_role),
- * may.
+ * may (pg_restore --data-only --disable-triggers does); stream_ext drops
+ * its own triggers with performDeletion().
  */
 static void
-check_trigger_switch(Oid relid, AlterTableCmd *cmd, const char *relname)
+check_stream_trigger(Oid relid, const char *trigname, const char *to_do)
 {
-	bool		one = cmd->subtype == AT_DisableTrig || cmd->subtype == AT_EnableReplicaTrig;
-	bool		all = cmd->subtype == AT_DisableTrigAll || cmd->subtype == AT_DisableTrigUser;
-
-	if (!one && !all)
-		return;
-	if (one && (cmd->name == NULL || strncmp(cmd->name, "stream_ext_", 11) != 0))
-		return;
-	/* a superuser may (pg_restore --data-only --disable-triggers does) */
-	if (superuser() || !catalog_is_stream(relid))
+	if ((trigname != NULL && strncmp(trigname, "stream_ext_", 11) != 0) ||
+		superuser() || !OidIsValid(relid) || !catalog_is_stream(relid))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 one ?
-			 errmsg("cannot disable trigger \"%s\" of stream \"%s\"", cmd->name, relname) :
-			 errmsg("cannot disable the triggers of stream \"%s\"", relname),
+			 trigname != NULL ?
+			 errmsg("cannot %s trigger \"%s\" of stream \"%s\"", to_do, trigname,
+					get_rel_name(relid)) :
+			 errmsg("cannot %s the triggers of stream \"%s\"", to_do, get_rel_name(relid)),
 			 errdetail("stream_ext's triggers keep the stream append-only and its continuous views, transforms and sinks exact."),
 			 errhint("Drop what reads the stream instead, or revoke a privilege it needs to detach another role's view.")));
 }
 
-/*
- * DROP TRIGGER or ALTER TRIGGER ... RENAME of one of stream_ext's triggers
- * on a stream, refused as disabling it is; stream_ext drops its own with
- * performDeletion().
- */
+/* ALTER TABLE ... DISABLE TRIGGER, or ENABLE REPLICA TRIGGER (fired only by replication) */
 static void
-check_stream_trigger(RangeVar *relation, const char *trigname, const char *to_do)
+check_trigger_switch(Oid relid, AlterTableCmd *cmd)
 {
-	Oid			relid;
-
-	if (strncmp(trigname, "stream_ext_", 11) != 0 || superuser())
-		return;
-	relid = RangeVarGetRelid(relation, NoLock, true);
-	if (!OidIsValid(relid) || !catalog_is_stream(relid))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot %s trigger \"%s\" of stream \"%s\"", to_do, trigname,
-					get_rel_name(relid)),
-			 errdetail("stream_ext's triggers keep the stream append-only and its continuous views, transforms and sinks exact."),
-			 errhint("Drop what reads the stream instead (DROP VIEW, stream_ext.drop_sink()).")));
+	if (cmd->subtype == AT_DisableTrig || cmd->subtype == AT_EnableReplicaTrig)
+		check_stream_trigger(relid, cmd->name, "disable");
+	else if (cmd->subtype == AT_DisableTrigAll || cmd->subtype == AT_DisableTrigUser)
+		check_stream_trigger(relid, NULL, "disable");
 }
 
 /*
@@ -222,8 +204,8 @@ check_alter(Node *parsetree)
 			AlterTableCmd *cmd = lfirst(lc);
 
 			if (cmd->subtype == AT_DropColumn && cmd->name != NULL)
-				check_sink_key(relid, cmd->name, "drop", stmt->relation->relname);
-			check_trigger_switch(relid, cmd, stmt->relation->relname);
+				check_kafka_column(relid, cmd->name, "drop", stmt->relation->relname);
+			check_trigger_switch(relid, cmd);
 		}
 		if (!is_stream_with_views(relid))
 			return;
@@ -269,7 +251,8 @@ check_alter(Node *parsetree)
 		Oid			relid;
 
 		if (stmt->renameType == OBJECT_TRIGGER && stmt->relation != NULL)
-			check_stream_trigger(stmt->relation, stmt->subname, "rename");
+			check_stream_trigger(RangeVarGetRelid(stmt->relation, NoLock, true),
+								 stmt->subname, "rename");
 		if (stmt->renameType == OBJECT_SCHEMA)
 		{
 			/* maintenance statements name their tables schema-qualified */
@@ -312,7 +295,7 @@ check_alter(Node *parsetree)
 							stmt->relation->relname)));
 		}
 		if (stmt->renameType == OBJECT_COLUMN)
-			check_sink_key(relid, stmt->subname, "rename", stmt->relation->relname);
+			check_kafka_column(relid, stmt->subname, "rename", stmt->relation->relname);
 		if (stmt->renameType == OBJECT_COLUMN && is_stream_with_views(relid))
 		{
 			char	   *user = catalog_column_user(relid, stmt->subname);
@@ -513,8 +496,9 @@ stream_ext_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 				List	   *names = lfirst_node(List, lc);
 
 				/* relation's name list, then the trigger's name */
-				check_stream_trigger(makeRangeVarFromNameList(list_truncate(list_copy(names),
-																			list_length(names) - 1)),
+				check_stream_trigger(RangeVarGetRelid(makeRangeVarFromNameList(list_truncate(list_copy(names),
+																							 list_length(names) - 1)),
+													  NoLock, true),
 									 strVal(llast(names)), "drop");
 			}
 		}

@@ -924,9 +924,10 @@ collect_jointree_opnos(Node *jt, List **opnos)
  * of the view's key equality operators is that of a conjunct of a
  * restriction of the view's query level or one above it (a WHERE, a HAVING
  * the planner turns into one, a join's condition: the equivalences the
- * planner derives come from those; an OR of equalities fixes nothing).  The node needs every key fixed by that operator; a read the
- * test lets through and the node does not take (a range, a join on the
- * key) costs the stubs' planning before the query is planned again.
+ * planner derives come from those; an OR of equalities fixes nothing).
+ * The node needs every key fixed by that operator; a read the test lets
+ * through and the node does not take (a range, a join on the key) costs
+ * the stubs' planning before the query is planned again.
  */
 static bool
 stub_walker(Node *node, StubContext *cx)
