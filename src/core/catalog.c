@@ -441,8 +441,8 @@ catalog_view_in_schema(Oid nspid)
 
 /*
  * The users of objects recorded by ddl/used_objects.c and query/joins.c:
- * NORMAL dependencies of materializations and transforms, on anything but
- * a stream.  Rows: what it is ("continuous view v"), refclassid, refobjid,
+ * NORMAL dependencies of materializations, of the views of shared storages
+ * and of transforms, on anything but a stream.  Rows: what it is ("continuous view v"), refclassid, refobjid,
  * refobjsubid.
  */
 static char *
@@ -452,7 +452,8 @@ used_objects_sql(void)
 					"  FROM pg_catalog.pg_depend d,"
 					"       LATERAL (SELECT 'continuous view ' OPERATOR(pg_catalog.||) v.view::pg_catalog.text"
 					"                  FROM stream_ext.view_catalog v"
-					"                 WHERE d.objid OPERATOR(pg_catalog.=) v.matrel%s) u(what)"
+					"                 WHERE d.objid OPERATOR(pg_catalog.=) v.matrel"
+					"                    OR d.objid OPERATOR(pg_catalog.=) v.view%s) u(what)"
 					" WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
 					"   AND d.deptype = 'n'"
 					"   AND NOT (d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass"

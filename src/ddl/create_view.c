@@ -610,7 +610,8 @@ create_build(ViewBuild *cv)
 		se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
 							 plan->streamid, DEPENDENCY_NORMAL);
 	joins_record_dependencies(plan->query, obj->matrelid);
-	ddl_record_used_objects(obj->matrelid, plan->query);
+	/* a shared storage's member: on its view (ddl/used_objects.c) */
+	ddl_record_used_objects(cv->shared ? obj->viewid : obj->matrelid, plan->query);
 	foreach(lc, obj->auxids)
 		se_record_dependency(RelationRelationId, lfirst_oid(lc), RelationRelationId,
 							 obj->viewid, DEPENDENCY_INTERNAL);

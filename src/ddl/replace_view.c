@@ -61,6 +61,7 @@
 #include "core/util.h"
 #include "ddl/replace_view.h"
 #include "ddl/shared_members.h"
+#include "ddl/used_objects.h"
 
 /* set while replace_define_view() runs its own CREATE OR REPLACE VIEW */
 static bool replacing = false;
@@ -329,6 +330,8 @@ detach_internals(Oid viewid)
 	CommandCounterIncrement();
 	performMultipleDeletions(objects, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
 	catalog_forget_view(viewid);
+	/* what the old definition of a shared storage's member used, recorded on the view */
+	ddl_forget_used_objects(viewid);
 	CommandCounterIncrement();
 	/* a member of a shared storage leaves it (ddl/shared_members.c) */
 	shared_storage_leave(viewid);

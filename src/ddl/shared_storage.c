@@ -50,6 +50,7 @@
 #include "ddl/rebuild.h"
 #include "ddl/replace_view.h"
 #include "ddl/shared_storage.h"
+#include "ddl/used_objects.h"
 #include "maintain/changes.h"
 #include "maintain/maintain.h"
 #include "maintain/privileges.h"
@@ -172,6 +173,8 @@ convert_first(ViewCatalogEntry *cat, CVPlan *plan)
 	se_record_dependency(RelationRelationId, cat->deltaid, RelationRelationId,
 						 cat->streamid, DEPENDENCY_NORMAL);
 	CommandCounterIncrement();
+	/* what its definition uses: on the view, as for the other members */
+	ddl_used_objects_to_view(cat->viewid, cat->matrelid);
 }
 
 /*

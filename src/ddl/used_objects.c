@@ -13,7 +13,13 @@
  *	- at CREATE, the materialization (a transform: its view) records a
  *	  NORMAL dependency on each of them, as on the tables it joins: DROP
  *	  FUNCTION is refused, or with CASCADE takes the view along, as for a
- *	  view of PostgreSQL;
+ *	  view of PostgreSQL.  A member of a shared storage (ddl/shared_storage.c)
+ *	  records them on its view instead: the materialization is every
+ *	  member's, and a function one member uses must neither take the others
+ *	  along on CASCADE nor stay protected after that member is gone
+ *	  (ddl_used_objects_to_view() when a view becomes a storage's first
+ *	  member; ddl_forget_used_objects() when CREATE OR REPLACE detaches a
+ *	  view's old definition);
  *	- after pg_restore (which keeps no dependencies) they are recorded
  *	  again from the recorded definition (ddl/restore.c);
  *	- ALTER ... RENAME and ALTER ... SET SCHEMA of anything recorded that
@@ -36,13 +42,18 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -50,6 +61,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
 #include "utils/ruleutils.h"
@@ -202,6 +214,43 @@ ddl_record_used_objects(Oid objid, Query *query)
 	ObjectAddressSet(depender, RelationRelationId, objid);
 	foreach(lc, used_objects(query))
 		recordDependencyOn(&depender, (ObjectAddress *) lfirst(lc), DEPENDENCY_NORMAL);
+}
+
+/*
+ * Forget what ddl_record_used_objects() recorded on relation relid: its
+ * NORMAL dependencies, as a whole relation, on functions, operators, types
+ * and collations.  (Its columns' dependencies on their types, and its
+ * dependencies on tables, are not of that kind.)
+ */
+void
+ddl_forget_used_objects(Oid relid)
+{
+	Relation	depend = table_open(DependRelationId, RowExclusiveLock);
+	ScanKeyData key[3];
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[2], Anum_pg_depend_objsubid, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(0));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 3, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->deptype == DEPENDENCY_NORMAL &&
+			(dep->refclassid == ProcedureRelationId ||
+			 dep->refclassid == OperatorRelationId ||
+			 dep->refclassid == TypeRelationId ||
+			 dep->refclassid == CollationRelationId))
+			CatalogTupleDelete(depend, &tup->t_self);
+	}
+	systable_endscan(scan);
+	table_close(depend, RowExclusiveLock);
+	CommandCounterIncrement();
 }
 
 /*
@@ -581,29 +630,42 @@ ddl_record_renamed_stream(List *definitions)
 
 /*
  * After pg_restore: what continuous view viewid's recorded definition uses,
- * recorded on its materialization matrelid where missing; returns how
- * many.
+ * recorded where missing on its materialization matrelid, or on the view
+ * when it is a member of a shared storage; returns how many.
  */
 int
 ddl_restore_used_objects(Oid viewid, Oid matrelid)
 {
 	RecordedDefinition *rd = analyze_recorded(viewid);
+	Oid			relid = catalog_shared_prefix(viewid) != NULL ? viewid : matrelid;
 	ObjectAddress depender;
 	ListCell   *lc;
 	int			n = 0;
 
 	if (rd == NULL)
 		return 0;
-	ObjectAddressSet(depender, RelationRelationId, matrelid);
+	ObjectAddressSet(depender, RelationRelationId, relid);
 	foreach(lc, used_objects(rd->query))
 	{
 		ObjectAddress *ref = lfirst(lc);
 
-		if (se_dependency_exists(RelationRelationId, matrelid, ref->classId,
+		if (se_dependency_exists(RelationRelationId, relid, ref->classId,
 								 ref->objectId, -1))
 			continue;
 		recordDependencyOn(&depender, ref, DEPENDENCY_NORMAL);
 		n++;
 	}
 	return n;
+}
+
+/*
+ * Continuous view viewid becomes the first member of a storage of its
+ * materialization matrelid (ddl/shared_storage.c): what its definition
+ * uses is recorded on the view, no longer on the materialization.
+ */
+void
+ddl_used_objects_to_view(Oid viewid, Oid matrelid)
+{
+	ddl_forget_used_objects(matrelid);
+	(void) ddl_restore_used_objects(viewid, matrelid);
 }
