@@ -1,9 +1,9 @@
 -- The objects a member of a shared storage uses (docs/continuous-views.md,
 -- "Lifecycle and DDL"): views of one stream with the same GROUP BY share one
--- materialization, but a function only one of them uses belongs to that
--- view.  DROP FUNCTION ... CASCADE takes that view along and no other, and
--- once the view is dropped or replaced without it, the function can be
--- dropped.
+-- materialization, but a function, or a joined table's column, only one of
+-- them uses belongs to that view.  DROP ... CASCADE takes that view along
+-- and no other, and once the view is dropped or replaced without it, the
+-- function can be dropped.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stream_ext;
 RESET client_min_messages;
@@ -62,6 +62,32 @@ SELECT (SELECT array_agg(row(k, m) ORDER BY k) FROM d) =
        (SELECT array_agg(row(k, m) ORDER BY k) FROM (SELECT k, max(v) AS m FROM ev GROUP BY k) q) AS d_exact;
 SELECT (SELECT array_agg(row(k, n) ORDER BY k) FROM b) =
        (SELECT array_agg(row(k, n) ORDER BY k) FROM (SELECT k, count(*) AS n FROM ev GROUP BY k) q) AS b_exact;
+
+-- the same for the columns of a joined table: all members join the table,
+-- each reads its own columns
+CREATE TABLE dim (k int PRIMARY KEY, x int, y int);
+INSERT INTO dim SELECT i, i, 10 * i FROM generate_series(0, 9) i;
+CREATE VIEW jx WITH (continuous) AS
+    SELECT e.k, sum(t.x) AS sx FROM ev e JOIN dim t ON t.k = e.k GROUP BY e.k;
+CREATE VIEW jy WITH (continuous) AS
+    SELECT e.k, sum(t.y) AS sy FROM ev e JOIN dim t ON t.k = e.k GROUP BY e.k;
+SELECT (SELECT matrel FROM stream_ext.view_catalog WHERE view = 'su40.jx'::regclass) =
+       (SELECT matrel FROM stream_ext.view_catalog WHERE view = 'su40.jy'::regclass) AS shared;
+\set VERBOSITY terse
+ALTER TABLE dim DROP COLUMN y;
+ALTER TABLE dim DROP COLUMN x;
+ALTER TABLE dim RENAME COLUMN y TO yy;
+\set VERBOSITY default
+SET client_min_messages = notice;
+ALTER TABLE dim DROP COLUMN y CASCADE;
+RESET client_min_messages;
+INSERT INTO ev VALUES (3, 1), (4, 1);
+SELECT (SELECT array_agg(row(k, sx) ORDER BY k) FROM jx) =
+       (SELECT array_agg(row(k, sx) ORDER BY k)
+          FROM (SELECT e.k, sum(t.x) AS sx FROM ev e JOIN dim t ON t.k = e.k GROUP BY e.k) q) AS jx_exact;
+SET client_min_messages = notice;
+DROP TABLE dim CASCADE;
+RESET client_min_messages;
 
 RESET search_path;
 SET client_min_messages = warning;

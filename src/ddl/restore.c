@@ -209,8 +209,11 @@ ddl_restore_dependencies(Oid streamid)
 	{
 		StreamObject *obj = lfirst(lc);
 
+		/* on a transform, or a member of a shared storage: on its view */
 		n += joins_restore_dependencies(obj->sql,
-										obj->transform ? obj->objid : obj->relid);
+										obj->transform ||
+										catalog_shared_prefix(obj->objid) != NULL ?
+										obj->objid : obj->relid);
 		/* functions, types, ... of its definition (ddl/used_objects.c) */
 		if (!obj->transform)
 			n += ddl_restore_used_objects(obj->objid, obj->relid);

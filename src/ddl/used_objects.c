@@ -70,6 +70,7 @@
 #include "core/security.h"
 #include "core/util.h"
 #include "ddl/used_objects.h"
+#include "query/joins.h"
 #include "query/viewplan.h"
 
 typedef struct UsedObjects
@@ -219,8 +220,10 @@ ddl_record_used_objects(Oid objid, Query *query)
 /*
  * Forget what ddl_record_used_objects() recorded on relation relid: its
  * NORMAL dependencies, as a whole relation, on functions, operators, types
- * and collations.  (Its columns' dependencies on their types, and its
- * dependencies on tables, are not of that kind.)
+ * and collations (its columns' dependencies on their types are not of that
+ * kind); for a view (a member of a shared storage), also those on the
+ * tables and columns it joins (query/joins.c), PostgreSQL recording none
+ * of its own there (a view's rule holds them).
  */
 void
 ddl_forget_used_objects(Oid relid)
@@ -229,6 +232,7 @@ ddl_forget_used_objects(Oid relid)
 	ScanKeyData key[3];
 	SysScanDesc scan;
 	HeapTuple	tup;
+	bool		view = get_rel_relkind(relid) == RELKIND_VIEW;
 
 	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(RelationRelationId));
@@ -245,7 +249,8 @@ ddl_forget_used_objects(Oid relid)
 			(dep->refclassid == ProcedureRelationId ||
 			 dep->refclassid == OperatorRelationId ||
 			 dep->refclassid == TypeRelationId ||
-			 dep->refclassid == CollationRelationId))
+			 dep->refclassid == CollationRelationId ||
+			 (view && dep->refclassid == RelationRelationId)))
 			CatalogTupleDelete(depend, &tup->t_self);
 	}
 	systable_endscan(scan);
@@ -661,11 +666,24 @@ ddl_restore_used_objects(Oid viewid, Oid matrelid)
 /*
  * Continuous view viewid becomes the first member of a storage of its
  * materialization matrelid (ddl/shared_storage.c): what its definition
- * uses is recorded on the view, no longer on the materialization.
+ * uses, and the tables and columns it joins, are recorded on the view, no
+ * longer on the materialization.
  */
 void
 ddl_used_objects_to_view(Oid viewid, Oid matrelid)
 {
+	RecordedDefinition *rd = analyze_recorded(viewid);
+	ListCell   *lc;
+
 	ddl_forget_used_objects(matrelid);
+	if (rd == NULL)
+		return;
+	foreach(lc, joins_tables(rd->query))
+		(void) deleteDependencyRecordsForSpecific(RelationRelationId, matrelid,
+												  DEPENDENCY_NORMAL, RelationRelationId,
+												  lfirst_oid(lc));
+	CommandCounterIncrement();
 	(void) ddl_restore_used_objects(viewid, matrelid);
+	joins_record_dependencies(rd->query, viewid);
+	CommandCounterIncrement();
 }
