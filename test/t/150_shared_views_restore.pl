@@ -3,7 +3,9 @@
 # a restored database has it once per stream, its views share one
 # aggregation as in the dumped one and stay exact as rows arrive; DROP
 # OWNED of one owner's views keeps the trigger for the others, and the
-# trigger goes with the stream's last view.
+# trigger goes with the stream's last view.  Two views of one owner share a
+# storage; the function one of them uses is that view's dependency after
+# the restore too: DROP FUNCTION ... CASCADE takes it and not the other.
 use strict;
 use warnings;
 
@@ -29,9 +31,12 @@ CREATE VIEW per_min WITH (continuous) AS
 CREATE VIEW range_min WITH (continuous) AS
   SELECT k, date_trunc('minute', ts) AS minute, min(v) AS lo, max(v) AS hi, count(DISTINCT v) AS d
     FROM ev GROUP BY k, minute;
+CREATE FUNCTION twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
 SET ROLE bob;
 CREATE VIEW bob_min WITH (continuous) AS
   SELECT k, date_trunc('minute', ts) AS minute, count(*) AS n FROM ev GROUP BY k, minute;
+CREATE VIEW bob_twice WITH (continuous) AS
+  SELECT k, date_trunc('minute', ts) AS minute, sum(twice(v)) AS s2 FROM ev GROUP BY k, minute;
 RESET ROLE;
 INSERT INTO ev SELECT i % 5, '2024-01-01'::timestamptz + i * interval '7 seconds', i % 31
   FROM generate_series(1, 1000) i;
@@ -41,7 +46,8 @@ INSERT INTO ev SELECT i % 5, '2024-01-01'::timestamptz + i * interval '7 seconds
 my %oracle = (
 	per_min => q{SELECT k, date_trunc('minute', ts), count(*), sum(v) FROM ev GROUP BY 1, 2},
 	range_min => q{SELECT k, date_trunc('minute', ts), min(v), max(v), count(DISTINCT v) FROM ev GROUP BY 1, 2},
-	bob_min => q{SELECT k, date_trunc('minute', ts), count(*) FROM ev GROUP BY 1, 2});
+	bob_min => q{SELECT k, date_trunc('minute', ts), count(*) FROM ev GROUP BY 1, 2},
+	bob_twice => q{SELECT k, date_trunc('minute', ts), sum(twice(v)) FROM ev GROUP BY 1, 2});
 
 sub check_views
 {
@@ -80,7 +86,17 @@ for my $db ('src', 'dst')
 	sql($db, q{INSERT INTO ev SELECT i % 7, '2024-01-01'::timestamptz + i * interval '3 seconds', i % 17
                  FROM generate_series(1, 500) i});
 	sql($db, q{INSERT INTO ev VALUES (NULL, NULL, NULL)});
-	check_views($db, 'after new rows', qw(per_min range_min bob_min));
+	check_views($db, 'after new rows', qw(per_min range_min bob_min bob_twice));
+
+	# bob's views share a storage; the function is bob_twice's alone
+	is(sql($db, q{SELECT count(DISTINCT matrel) || ' ' || count(*) FROM stream_ext.view_catalog
+                   WHERE view IN ('bob_min'::regclass, 'bob_twice'::regclass)}),
+		'1 2', "$db: bob's views share one storage");
+	sql($db, 'DROP FUNCTION twice(int) CASCADE');
+	is(sql($db, q{SELECT to_regclass('bob_twice') IS NULL AND to_regclass('bob_min') IS NOT NULL}),
+		't', "$db: DROP FUNCTION ... CASCADE takes only the view that uses it");
+	sql($db, q{INSERT INTO ev VALUES (2, '2024-01-02', 5)});
+	check_views($db, 'after DROP FUNCTION', qw(bob_min));
 
 	# DROP OWNED of bob's view: the trigger stays for the others
 	sql($db, 'DROP OWNED BY bob');
