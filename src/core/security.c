@@ -75,8 +75,16 @@ typedef struct PinnedSetting
 	int			intval;			/* value, for an enum or integer setting */
 } PinnedSetting;
 
+/*
+ * search_path lists pg_temp, last: a schema not listed is searched for
+ * relations and types *first*, so with "pg_catalog" alone a temporary type
+ * of the session (CREATE DOMAIN pg_temp.oid ... CHECK (f(VALUE)), which
+ * needs no privilege but TEMP) would capture every "::oid" or "::text" of a
+ * statement run on someone else's behalf, and its CHECK run with that
+ * role's rights.
+ */
 static PinnedSetting pinned[] = {
-	{"search_path", "pg_catalog"},
+	{"search_path", "pg_catalog, pg_temp"},
 	{"DateStyle", "ISO, YMD"},
 	{"IntervalStyle", "postgres"},
 	{"extra_float_digits", "1"},
@@ -164,10 +172,38 @@ se_pin_settings(const char *timezone)
 	return nestlevel;
 }
 
+/* 0 when it already is (a batch's statements, nested): nothing to undo */
+int
+se_pin_search_path(void)
+{
+	int			nestlevel;
+
+	if (!pinned_found)
+		find_pinned_settings();
+	if (has_value(&pinned[0], pinned[0].value))
+		return 0;
+	nestlevel = NewGUCNestLevel();
+	pin(&pinned[0], pinned[0].value);
+	return nestlevel;
+}
+
+/*
+ * The search_path of a background worker connected as the bootstrap
+ * superuser, for its whole session: its fixed statements read catalogs as
+ * that superuser, and the database's default search_path (say, a public
+ * schema others may create in) must not choose what their names mean.
+ */
+void
+se_pin_worker_search_path(void)
+{
+	SetConfigOption("search_path", pinned[0].value, PGC_SUSET, PGC_S_SESSION);
+}
+
 void
 se_unpin_settings(int nestlevel)
 {
-	AtEOXact_GUC(true, nestlevel);
+	if (nestlevel > 0)
+		AtEOXact_GUC(true, nestlevel);
 }
 
 static void
@@ -186,16 +222,23 @@ se_run_as_owner(SeRunAs *ra, Oid owner, const char *timezone)
 	ra->nestlevel = se_pin_settings(timezone);
 }
 
+/*
+ * The two switches below run fixed statements, but with another role's
+ * rights (the extension's owner is a superuser): the session's search_path
+ * must not choose what their names mean, so it is pinned too.
+ */
 void
 se_run_as_catalog_owner(SeRunAs *ra)
 {
 	switch_user(ra, extension_owner(), SECURITY_LOCAL_USERID_CHANGE);
+	ra->nestlevel = se_pin_search_path();
 }
 
 void
 se_run_as_role(SeRunAs *ra, Oid role)
 {
 	switch_user(ra, role, SECURITY_LOCAL_USERID_CHANGE);
+	ra->nestlevel = se_pin_search_path();
 }
 
 void
