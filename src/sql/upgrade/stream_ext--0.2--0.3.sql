@@ -178,6 +178,11 @@ CREATE TABLE stream_ext.invalid_objects (
 );
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.invalid_objects', '');
 GRANT SELECT ON stream_ext.invalid_objects TO PUBLIC;
+-- the reason may quote the row that broke a view (an error's message):
+-- each row is for those who may read the object (security.md)
+ALTER TABLE stream_ext.invalid_objects ENABLE ROW LEVEL SECURITY;
+CREATE POLICY invalid_objects_readers ON stream_ext.invalid_objects
+    USING (pg_catalog.has_table_privilege(object, 'SELECT'));
 
 CREATE OR REPLACE VIEW stream_ext.view_stats AS
 SELECT v.view,
@@ -195,7 +200,8 @@ SELECT v.view,
            AS mean_maintenance_ms,
        s.max_maintenance_ms,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason
+       CASE WHEN pg_catalog.has_table_privilege(v.view, 'SELECT')
+            THEN i.reason END AS invalid_reason
   FROM stream_ext.view_catalog v
   LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid
   LEFT JOIN stream_ext.invalid_objects i ON i.object = v.view;
@@ -214,7 +220,8 @@ SELECT t.transform AS name,
        s.last_maintained_at,
        t.created_at,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason
+       CASE WHEN pg_catalog.has_table_privilege(t.transform, 'SELECT')
+            THEN i.reason END AS invalid_reason
   FROM stream_ext.transform_catalog t
   JOIN pg_catalog.pg_class c ON c.oid = t.transform
   LEFT JOIN stream_ext._view_stats() s ON s.view = t.transform::oid
@@ -453,7 +460,8 @@ SELECT v.view,
            AS mean_maintenance_ms,
        s.max_maintenance_ms,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason,
+       CASE WHEN pg_catalog.has_table_privilege(v.view, 'SELECT')
+            THEN i.reason END AS invalid_reason,
        d.delta_rows,
        CASE WHEN d.delta_rows > 0 THEN pg_catalog.now() - c.delta_since END
            AS oldest_delta_age,
