@@ -25,6 +25,7 @@
 #include "access/table.h"
 #include "catalog/pg_extension.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
@@ -65,7 +66,7 @@ extension_owner(void)
  * PostgreSQL's own settings never move), and set -- which parses the value
  * and pushes it on the GUC stack -- only where they differ.  The comparison
  * is what GetConfigOption()'s text would be compared with: the string of a
- * string setting, the value of an enum or integer one.
+ * string setting, the value of an enum, integer or boolean one.
  */
 typedef struct PinnedSetting
 {
@@ -90,6 +91,16 @@ static PinnedSetting pinned[] = {
 	{"extra_float_digits", "1"},
 	/* the tables stream_ext creates store their rows (storage/discard_am.c) */
 	{"default_table_access_method", "heap"},
+	/*
+	 * How generated SQL parses, whatever the inserting session set: with
+	 * standard_conforming_strings off, 'x\y' of a view's WHERE would read
+	 * "xy"; with array_nulls off, '{NULL}' a string; with
+	 * transform_null_equals, "= NULL" IS NULL.  And what bytea::text gives.
+	 */
+	{"standard_conforming_strings", "on"},
+	{"array_nulls", "on"},
+	{"transform_null_equals", "off"},
+	{"bytea_output", "hex"},
 	{"TimeZone", NULL},
 };
 
@@ -123,6 +134,14 @@ find_pinned_settings(void)
 			if (!parse_int(p->value, &p->intval, 0, NULL))
 				elog(ERROR, "stream_ext: bad value for setting \"%s\"", p->name);
 		}
+		else if (p->gen->vartype == PGC_BOOL)
+		{
+			bool		b;
+
+			if (!parse_bool(p->value, &b))
+				elog(ERROR, "stream_ext: bad value for setting \"%s\"", p->name);
+			p->intval = b;
+		}
 		else if (p->gen->vartype != PGC_STRING)
 			elog(ERROR, "stream_ext: setting \"%s\" has an unexpected type", p->name);
 	}
@@ -144,6 +163,8 @@ has_value(PinnedSetting *p, const char *value)
 			return *((struct config_enum *) p->gen)->variable == p->intval;
 		case PGC_INT:
 			return *((struct config_int *) p->gen)->variable == p->intval;
+		case PGC_BOOL:
+			return *((struct config_bool *) p->gen)->variable == (bool) p->intval;
 		default:
 			return false;
 	}
