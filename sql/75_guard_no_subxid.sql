@@ -104,9 +104,8 @@ SELECT count(*) AS a_rows_of_xact, count(DISTINCT xmin::text) AS xmins,
        bool_and(xmin = xid(pg_current_xact_id())) AS all_top_level
   FROM sx75.a_delta WHERE xmin::text::bigint >= :x1 % 4294967296;
 COMMIT;
-SET ROLE sx75_app;
-SELECT object, kind FROM stream_ext.invalid_objects WHERE object::text LIKE 'sx75.%';
 SET ROLE sx75_an;
+SELECT object, kind FROM stream_ext.invalid_objects WHERE object::text LIKE 'sx75.%';
 SELECT (SELECT count(*) FROM ((TABLE sx75.a EXCEPT ALL SELECT k, count(*), sum(v) FROM sx75.ev GROUP BY k)
           UNION ALL (SELECT k, count(*), sum(v) FROM sx75.ev GROUP BY k EXCEPT ALL TABLE sx75.a)) d) AS a_differs,
        (SELECT count(*) FROM ((TABLE sx75.b2 EXCEPT ALL SELECT v % 3, max(k), min(v) FROM sx75.ev GROUP BY 1)
@@ -149,7 +148,9 @@ SET ROLE sx75_app;
 INSERT INTO sx75.ev VALUES (3, 1008, 'dup');
 COMMIT;
 SELECT count(*) AS rows FROM sx75.ev;
+SET ROLE sx75_an;
 SELECT object, kind FROM stream_ext.invalid_objects WHERE object::text LIKE 'sx75.%' ORDER BY object::text;
+SET ROLE sx75_app;
 SELECT sum(n) AS rows_in_own FROM sx75.own;
 
 RESET ROLE;

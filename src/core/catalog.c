@@ -112,11 +112,15 @@ catalog_exec(const char *sql, CatalogArgs *args, int flags, long limit,
 {
 	MemoryContext caller = CurrentMemoryContext;
 	SeRunAs		runas;
+	int			nestlevel = 0;
 	uint64		n;
 	int			rc;
 
+	/* as the caller too: its search_path must not pick the names (security.c) */
 	if (flags & CATALOG_AS_OWNER)
 		se_run_as_catalog_owner(&runas);
+	else
+		nestlevel = se_pin_search_path();
 	SPI_connect();
 	if (flags & CATALOG_LATEST)
 		catalog_read_latest_begin();
@@ -141,6 +145,8 @@ catalog_exec(const char *sql, CatalogArgs *args, int flags, long limit,
 	SPI_finish();
 	if (flags & CATALOG_AS_OWNER)
 		se_restore(&runas);
+	else
+		se_unpin_settings(nestlevel);
 	return n;
 }
 

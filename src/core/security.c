@@ -25,6 +25,7 @@
 #include "access/table.h"
 #include "catalog/pg_extension.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
@@ -65,7 +66,7 @@ extension_owner(void)
  * PostgreSQL's own settings never move), and set -- which parses the value
  * and pushes it on the GUC stack -- only where they differ.  The comparison
  * is what GetConfigOption()'s text would be compared with: the string of a
- * string setting, the value of an enum or integer one.
+ * string setting, the value of an enum, integer or boolean one.
  */
 typedef struct PinnedSetting
 {
@@ -75,13 +76,31 @@ typedef struct PinnedSetting
 	int			intval;			/* value, for an enum or integer setting */
 } PinnedSetting;
 
+/*
+ * search_path lists pg_temp, last: a schema not listed is searched for
+ * relations and types *first*, so with "pg_catalog" alone a temporary type
+ * of the session (CREATE DOMAIN pg_temp.oid ... CHECK (f(VALUE)), which
+ * needs no privilege but TEMP) would capture every "::oid" or "::text" of a
+ * statement run on someone else's behalf, and its CHECK run with that
+ * role's rights.
+ */
 static PinnedSetting pinned[] = {
-	{"search_path", "pg_catalog"},
+	{"search_path", "pg_catalog, pg_temp"},
 	{"DateStyle", "ISO, YMD"},
 	{"IntervalStyle", "postgres"},
 	{"extra_float_digits", "1"},
 	/* the tables stream_ext creates store their rows (storage/discard_am.c) */
 	{"default_table_access_method", "heap"},
+	/*
+	 * How generated SQL parses, whatever the inserting session set: with
+	 * standard_conforming_strings off, 'x\y' of a view's WHERE would read
+	 * "xy"; with array_nulls off, '{NULL}' a string; with
+	 * transform_null_equals, "= NULL" IS NULL.  And what bytea::text gives.
+	 */
+	{"standard_conforming_strings", "on"},
+	{"array_nulls", "on"},
+	{"transform_null_equals", "off"},
+	{"bytea_output", "hex"},
 	{"TimeZone", NULL},
 };
 
@@ -115,6 +134,14 @@ find_pinned_settings(void)
 			if (!parse_int(p->value, &p->intval, 0, NULL))
 				elog(ERROR, "stream_ext: bad value for setting \"%s\"", p->name);
 		}
+		else if (p->gen->vartype == PGC_BOOL)
+		{
+			bool		b;
+
+			if (!parse_bool(p->value, &b))
+				elog(ERROR, "stream_ext: bad value for setting \"%s\"", p->name);
+			p->intval = b;
+		}
 		else if (p->gen->vartype != PGC_STRING)
 			elog(ERROR, "stream_ext: setting \"%s\" has an unexpected type", p->name);
 	}
@@ -136,6 +163,8 @@ has_value(PinnedSetting *p, const char *value)
 			return *((struct config_enum *) p->gen)->variable == p->intval;
 		case PGC_INT:
 			return *((struct config_int *) p->gen)->variable == p->intval;
+		case PGC_BOOL:
+			return *((struct config_bool *) p->gen)->variable == (bool) p->intval;
 		default:
 			return false;
 	}
@@ -164,10 +193,38 @@ se_pin_settings(const char *timezone)
 	return nestlevel;
 }
 
+/* 0 when it already is (a batch's statements, nested): nothing to undo */
+int
+se_pin_search_path(void)
+{
+	int			nestlevel;
+
+	if (!pinned_found)
+		find_pinned_settings();
+	if (has_value(&pinned[0], pinned[0].value))
+		return 0;
+	nestlevel = NewGUCNestLevel();
+	pin(&pinned[0], pinned[0].value);
+	return nestlevel;
+}
+
+/*
+ * The search_path of a background worker connected as the bootstrap
+ * superuser, for its whole session: its fixed statements read catalogs as
+ * that superuser, and the database's default search_path (say, a public
+ * schema others may create in) must not choose what their names mean.
+ */
+void
+se_pin_worker_search_path(void)
+{
+	SetConfigOption("search_path", pinned[0].value, PGC_SUSET, PGC_S_SESSION);
+}
+
 void
 se_unpin_settings(int nestlevel)
 {
-	AtEOXact_GUC(true, nestlevel);
+	if (nestlevel > 0)
+		AtEOXact_GUC(true, nestlevel);
 }
 
 static void
@@ -186,16 +243,23 @@ se_run_as_owner(SeRunAs *ra, Oid owner, const char *timezone)
 	ra->nestlevel = se_pin_settings(timezone);
 }
 
+/*
+ * The two switches below run fixed statements, but with another role's
+ * rights (the extension's owner is a superuser): the session's search_path
+ * must not choose what their names mean, so it is pinned too.
+ */
 void
 se_run_as_catalog_owner(SeRunAs *ra)
 {
 	switch_user(ra, extension_owner(), SECURITY_LOCAL_USERID_CHANGE);
+	ra->nestlevel = se_pin_search_path();
 }
 
 void
 se_run_as_role(SeRunAs *ra, Oid role)
 {
 	switch_user(ra, role, SECURITY_LOCAL_USERID_CHANGE);
+	ra->nestlevel = se_pin_search_path();
 }
 
 void

@@ -330,6 +330,7 @@ stream_ext_rebuild_worker_main(Datum main_arg)
 
 	/* as the bootstrap superuser: it reads stream_ext's catalog */
 	BackgroundWorkerInitializeConnectionByOid(W.args.dboid, InvalidOid, 0);
+	se_pin_worker_search_path();
 	pgstat_report_appname("stream_ext rebuild");
 
 	/* one worker per rebuild, once the creating transaction is over */

@@ -475,6 +475,7 @@ stream_ext_compactor_main(Datum main_arg)
 	 * compaction of each view runs as the view's owner (se_compact_view()).
 	 */
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	se_pin_worker_search_path();
 	my_slot = compactor_slot_claim(dboid);
 	if (my_slot == NULL)
 		proc_exit(0);			/* a twin runs */

@@ -1345,6 +1345,11 @@ kafka_worker_attach(const KafkaKind *kind, pqsigfunc sigterm, Oid dboid,
 		ereport(FATAL,
 				(errmsg("stream_ext is not in shared_preload_libraries")));
 
+	/*
+	 * As the owner, with the owner's settings (search_path too): its inserts
+	 * run the stream's defaults and triggers as a session of the owner's
+	 * would.  stream_ext's own statements pin search_path themselves.
+	 */
 	BackgroundWorkerInitializeConnectionByOid(dboid, owner, 0);
 
 	memset(&key, 0, sizeof(key));

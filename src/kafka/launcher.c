@@ -47,6 +47,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "core/security.h"
 #include "ddl/rebuild.h"
 #include "housekeeping/compactor.h"
 #include "kafka/launcher.h"
@@ -201,6 +202,7 @@ stream_ext_kafka_scanner_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	/* as the bootstrap superuser: reads the catalogs of sources and sinks only */
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	se_pin_worker_search_path();
 
 	kafka_source_launch_running(dboid);
 	kafka_sink_launch_running(dboid);

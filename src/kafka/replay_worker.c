@@ -794,6 +794,7 @@ stream_ext_replay_worker_main(Datum main_arg)
 
 	/* as the bootstrap superuser: it reads stream_ext's catalog */
 	BackgroundWorkerInitializeConnectionByOid(R.args.dboid, InvalidOid, 0);
+	se_pin_worker_search_path();
 	pgstat_report_appname("stream_ext kafka replay");
 
 	/* one worker per view, once the creating transaction is over */

@@ -467,11 +467,13 @@ read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt)
 	Datum		args[1];
 	bool		found = false;
 	int			rc;
+	int			nestlevel;
 
 	memset(row, 0, sizeof(ChangesRow));
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid(CHANGES_TABLE, nsp)))
 		return false;
 	args[0] = ObjectIdGetDatum(relid);
+	nestlevel = se_pin_search_path();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	catalog_read_latest_begin();
@@ -503,6 +505,7 @@ read_changes_row(Oid relid, bool by_stream, ChangesRow *row, MemoryContext cxt)
 		found = get_rel_name(row->streamid) != NULL;
 	}
 	SPI_finish();
+	se_unpin_settings(nestlevel);
 	return found;
 }
 

@@ -449,6 +449,12 @@ maint_prepare(SeBatchEntry *entry)
 		se_batch_statement(entry, view->cat.expire_sql);
 	if (view->lateness)
 	{
+		/* late rows are kept whole (to_jsonb of the row): every column */
+		MemoryContext old = MemoryContextSwitchTo(entry->cxt);
+
+		entry->privs = list_concat(entry->privs,
+								   priv_whole_row(entry->streamid, entry->cxt));
+		MemoryContextSwitchTo(old);
 		se_batch_statement(entry, view->lateness->late_sql);
 		se_batch_statement(entry, view->lateness->max_sql);
 		if (view->lateness->emit_sql)

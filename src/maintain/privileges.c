@@ -181,6 +181,28 @@ priv_collect(SPIPlanPtr plan, Oid streamid, MemoryContext cxt)
 	return cc.rtes;
 }
 
+/*
+ * SELECT on every column of the stream, as an RTE list for priv_check():
+ * for what a statement keeps whole (the late rows of a view with
+ * allowed_lateness, windows/lateness.c), which priv_collect() does not see.
+ */
+List *
+priv_whole_row(Oid streamid, MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	List	   *result;
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = streamid;
+	rte->relkind = RELKIND_RELATION;
+	rte->requiredPerms = ACL_SELECT;
+	rte->selectedCols = bms_make_singleton(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber);
+	result = list_make1(rte);
+	MemoryContextSwitchTo(old);
+	return result;
+}
+
 static const char *
 privilege_name(AclMode perm)
 {

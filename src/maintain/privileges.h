@@ -14,6 +14,7 @@
 
 extern void privileges_init(void);
 extern List *priv_collect(SPIPlanPtr plan, Oid streamid, MemoryContext cxt);
+extern List *priv_whole_row(Oid streamid, MemoryContext cxt);
 extern char *priv_check(List *rtes, Oid owner, uint64 *checked);
 extern const char *priv_invalid_reason(Oid relid);
 extern void priv_mark_invalid(Oid relid, const char *kind, const char *reason);

@@ -493,6 +493,7 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 	uint64		rows;
 	EphemeralNamedRelation outer_enr = batch_enr;
 	double		outer_plan_rows = batch_plan_rows;
+	int			nestlevel;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
@@ -516,6 +517,12 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 		return PointerGetDatum(NULL);
 	batch_serial++;
 
+	/*
+	 * Every statement of the batch is stream_ext's, run in the inserting
+	 * session: its search_path must not choose what their names mean, not
+	 * even for those run as the inserting user (core/security.c).
+	 */
+	nestlevel = se_pin_search_path();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	entry = batch_entry(trigdata, ops);
@@ -529,5 +536,6 @@ se_batch_trigger(FunctionCallInfo fcinfo, const SeBatchOps *ops)
 	batch_enr = outer_enr;
 	batch_plan_rows = outer_plan_rows;
 	SPI_finish();
+	se_unpin_settings(nestlevel);
 	return PointerGetDatum(NULL);
 }

@@ -26,8 +26,11 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "parser/parse_agg.h"
+#include "parser/parse_coerce.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -166,6 +169,77 @@ typedef struct AggSupportCache
 	ExprContext econtext;
 } AggSupportCache;
 
+/*
+ * combine(), finalize() and merge_states() are callable by anyone, with any
+ * aggregate and any types: hand the aggregate's support functions only the
+ * state they take, and return only what its final function makes.  (An
+ * int8 given as the state of max(text) would be followed as a pointer.)
+ * The state must be of the aggregate's transition type (bytea for an
+ * internal one: the serialized state), the result type of its result type;
+ * polymorphic ones as the parser would resolve them.  The caller needs
+ * EXECUTE on the aggregate, as for calling it.
+ */
+static void
+check_agg_types(Form_pg_aggregate agg, Oid aggfnoid, Oid statetype, Oid resulttype)
+{
+	Oid			transtype = agg->aggtranstype;
+	Oid			rettype = get_func_rettype(aggfnoid);
+	Oid			actual[2];
+	Oid			declared[2];
+	int			n = 0;
+	bool		ok;
+	AclResult	aclresult;
+
+	aclresult = pg_proc_aclcheck(aggfnoid, GetUserId(), ACL_EXECUTE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_AGGREGATE, get_func_name(aggfnoid));
+
+	statetype = getBaseType(statetype);
+	if (transtype == INTERNALOID)
+		ok = (statetype == BYTEAOID);
+	else
+	{
+		actual[n] = statetype;
+		declared[n++] = transtype;
+		ok = IsPolymorphicType(transtype) ||
+			statetype == getBaseType(transtype);
+	}
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("state of aggregate %s must be of type %s, not %s",
+						format_procedure(aggfnoid),
+						format_type_be(transtype == INTERNALOID ? BYTEAOID : transtype),
+						format_type_be(statetype)),
+				 errhint("Pass a state stored by a continuous view of that aggregate.")));
+	if (OidIsValid(resulttype))
+	{
+		resulttype = getBaseType(resulttype);
+		if (IsPolymorphicType(rettype))
+		{
+			/* tied to the state's type, which an internal state does not show */
+			if (n == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("aggregate %s has an internal state and a polymorphic result",
+								format_procedure(aggfnoid))));
+			actual[n] = resulttype;
+			declared[n++] = rettype;
+		}
+		else if (resulttype != getBaseType(rettype))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("result of aggregate %s is of type %s, not %s",
+							format_procedure(aggfnoid), format_type_be(rettype),
+							format_type_be(resulttype))));
+	}
+	if (n > 0 && !check_generic_type_consistency(actual, declared, n))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("state or result type does not match polymorphic aggregate %s",
+						format_procedure(aggfnoid))));
+}
+
 static AggSupportCache *
 get_agg_support(FunctionCallInfo fcinfo, Oid aggfnoid, Oid statetype,
 				Oid resulttype)
@@ -209,14 +283,10 @@ get_agg_support(FunctionCallInfo fcinfo, Oid aggfnoid, Oid statetype,
 				 errmsg("aggregate %s has no combine function",
 						format_procedure(aggfnoid))));
 
+	check_agg_types(agg, aggfnoid, statetype, resulttype);
 	cache->aggfnoid = aggfnoid;
 	cache->statetype = statetype;
 	cache->serialized = (agg->aggtranstype == INTERNALOID);
-	if (cache->serialized && statetype != BYTEAOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("state of aggregate %s must be of type bytea",
-						format_procedure(aggfnoid))));
 	fmgr_info_cxt(agg->aggcombinefn, &cache->combinefn, mcxt);
 	if (cache->serialized)
 	{

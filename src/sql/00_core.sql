@@ -74,6 +74,11 @@ CREATE TABLE stream_ext.invalid_objects (
 );
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.invalid_objects', '');
 GRANT SELECT ON stream_ext.invalid_objects TO PUBLIC;
+-- the reason may quote the row that broke a view (an error's message):
+-- each row is for those who may read the object (security.md)
+ALTER TABLE stream_ext.invalid_objects ENABLE ROW LEVEL SECURITY;
+CREATE POLICY invalid_objects_readers ON stream_ext.invalid_objects
+    USING (pg_catalog.has_table_privilege(object, 'SELECT'));
 
 CREATE VIEW stream_ext.streams AS
 SELECT s.stream AS name,

@@ -72,7 +72,8 @@ SELECT v.view,
            AS mean_maintenance_ms,
        s.max_maintenance_ms,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason,
+       CASE WHEN pg_catalog.has_table_privilege(v.view, 'SELECT')
+            THEN i.reason END AS invalid_reason,
        d.delta_rows,
        CASE WHEN d.delta_rows > 0 THEN pg_catalog.now() - c.delta_since END
            AS oldest_delta_age,

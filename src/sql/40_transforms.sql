@@ -39,7 +39,8 @@ SELECT t.transform AS name,
        s.last_maintained_at,
        t.created_at,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason
+       CASE WHEN pg_catalog.has_table_privilege(t.transform, 'SELECT')
+            THEN i.reason END AS invalid_reason
   FROM stream_ext.transform_catalog t
   JOIN pg_catalog.pg_class c ON c.oid = t.transform
   LEFT JOIN stream_ext._view_stats() s ON s.view = t.transform::oid

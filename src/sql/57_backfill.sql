@@ -38,7 +38,11 @@ CREATE TABLE stream_ext.backfill_offsets (
     PRIMARY KEY (view, partition)
 );
 
-GRANT SELECT ON stream_ext.backfills TO PUBLIC;
+-- last_error may quote a message or row that broke the backfill: it is
+-- for the view's readers, through backfill_progress (docs/security.md)
+GRANT SELECT (view, source, backfill_from, maintain_sql, distinct_sql, state,
+              messages, skipped, started_at, updated_at, finished_at)
+    ON stream_ext.backfills TO PUBLIC;
 GRANT SELECT ON stream_ext.backfill_offsets TO PUBLIC;
 
 -- stream_ext.backfill_progress (Kafka replays and rebuilds): 58_rebuild.sql

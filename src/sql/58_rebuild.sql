@@ -35,7 +35,12 @@ CREATE TABLE stream_ext.rebuilds (
     last_error    text
 );
 CREATE INDEX ON stream_ext.rebuilds (original);
-GRANT SELECT ON stream_ext.rebuilds TO PUBLIC;
+-- last_error may quote a row that broke the backfill: it is for the
+-- view's readers, through backfill_progress (docs/security.md)
+GRANT SELECT (view, original, shadow, stream, backfill_from, handover, end_block,
+              next_block, rows_done, view_sql, backfill_sql, distinct_sql, count_sql,
+              auto_swap, batch_blocks, state, started_at, updated_at, finished_at)
+    ON stream_ext.rebuilds TO PUBLIC;
 
 -- One row per rebuild, unlogged like the streams: a crash empties both, so
 -- a rebuild whose row is gone has lost the stream rows its backfill still
@@ -70,7 +75,8 @@ SELECT b.view,
        b.started_at,
        b.updated_at,
        b.finished_at,
-       b.last_error,
+       CASE WHEN pg_catalog.has_table_privilege(b.view, 'SELECT')
+            THEN b.last_error END AS last_error,
        'kafka replay'::text AS kind,
        NULL::bigint AS rows_done,
        NULL::bigint AS rows_estimate,
@@ -81,7 +87,8 @@ SELECT b.view,
  GROUP BY b.view
 UNION ALL
 SELECT r.view, NULL, r.state, r.backfill_from, NULL, NULL, NULL, NULL, NULL,
-       r.started_at, r.updated_at, r.finished_at, r.last_error,
+       r.started_at, r.updated_at, r.finished_at,
+       CASE WHEN pg_catalog.has_table_privilege(r.view, 'SELECT') THEN r.last_error END,
        'rebuild',
        r.rows_done,
        CASE WHEN r.next_block >= r.end_block THEN r.rows_done

@@ -469,6 +469,20 @@ lateness_record(Oid viewid, LatenessSpec *spec, CVPlan *plan,
 	char	   *where_sql = where ? psprintf(" AND (%s)",
 											 deparse_expression(where, se_stream_context(plan), true, false)) : "";
 
+	/*
+	 * Late rows are kept whole, every column of the stream (to_jsonb(s)),
+	 * for the view's owner to read: it must be able to read them all, at
+	 * creation as at every batch (maintain.c, priv_whole_row()).
+	 */
+	if (pg_class_aclcheck(plan->streamid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(plan->streamid, GetUserId(), ACL_SELECT,
+								  ACLMASK_ALL) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(plan->streamid)),
+				 errdetail("A continuous view with allowed_lateness keeps its late rows whole, every column, in stream_ext.late_rows."),
+				 errhint("Its owner needs SELECT on every column of the stream.")));
+
 	late_sql = psprintf("INSERT INTO stream_ext.late_rows (view, event_time, watermark, reason, \"row\")"
 						" SELECT $2::pg_catalog.regclass, %s, $1, %s, pg_catalog.to_jsonb(s)"
 						" FROM " CV_NEW_ROWS " s WHERE NOT (%s)%s",

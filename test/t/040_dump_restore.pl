@@ -251,7 +251,7 @@ for my $db ('custom', 'plain')
 	like($err, qr/view per_group depends on function url_group\(text\)/,
 		"$db: a restored view depends on the functions it uses");
 	($ret, $out, $err) = $node->psql($db, 'ALTER FUNCTION url_group(text) RENAME TO g2');
-	like($err, qr/cannot rename function url_group\(text\): continuous view per_group uses it/,
+	like($err, qr/cannot rename function url_group\(text\): continuous view public\.per_group uses it/,
 		"$db: which cannot be renamed either");
 
 	# nor the stream closed windows go to

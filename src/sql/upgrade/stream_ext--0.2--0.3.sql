@@ -178,6 +178,11 @@ CREATE TABLE stream_ext.invalid_objects (
 );
 SELECT pg_catalog.pg_extension_config_dump('stream_ext.invalid_objects', '');
 GRANT SELECT ON stream_ext.invalid_objects TO PUBLIC;
+-- the reason may quote the row that broke a view (an error's message):
+-- each row is for those who may read the object (security.md)
+ALTER TABLE stream_ext.invalid_objects ENABLE ROW LEVEL SECURITY;
+CREATE POLICY invalid_objects_readers ON stream_ext.invalid_objects
+    USING (pg_catalog.has_table_privilege(object, 'SELECT'));
 
 CREATE OR REPLACE VIEW stream_ext.view_stats AS
 SELECT v.view,
@@ -195,7 +200,8 @@ SELECT v.view,
            AS mean_maintenance_ms,
        s.max_maintenance_ms,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason
+       CASE WHEN pg_catalog.has_table_privilege(v.view, 'SELECT')
+            THEN i.reason END AS invalid_reason
   FROM stream_ext.view_catalog v
   LEFT JOIN stream_ext._view_stats() s ON s.view = v.view::oid
   LEFT JOIN stream_ext.invalid_objects i ON i.object = v.view;
@@ -214,7 +220,8 @@ SELECT t.transform AS name,
        s.last_maintained_at,
        t.created_at,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason
+       CASE WHEN pg_catalog.has_table_privilege(t.transform, 'SELECT')
+            THEN i.reason END AS invalid_reason
   FROM stream_ext.transform_catalog t
   JOIN pg_catalog.pg_class c ON c.oid = t.transform
   LEFT JOIN stream_ext._view_stats() s ON s.view = t.transform::oid
@@ -453,7 +460,8 @@ SELECT v.view,
            AS mean_maintenance_ms,
        s.max_maintenance_ms,
        i.object IS NULL AS valid,
-       i.reason AS invalid_reason,
+       CASE WHEN pg_catalog.has_table_privilege(v.view, 'SELECT')
+            THEN i.reason END AS invalid_reason,
        d.delta_rows,
        CASE WHEN d.delta_rows > 0 THEN pg_catalog.now() - c.delta_since END
            AS oldest_delta_age,
@@ -507,7 +515,11 @@ CREATE TABLE stream_ext.backfill_offsets (
     PRIMARY KEY (view, partition)
 );
 
-GRANT SELECT ON stream_ext.backfills TO PUBLIC;
+-- last_error may quote a message or row that broke the backfill: it is
+-- for the view's readers, through backfill_progress (docs/security.md)
+GRANT SELECT (view, source, backfill_from, maintain_sql, distinct_sql, state,
+              messages, skipped, started_at, updated_at, finished_at)
+    ON stream_ext.backfills TO PUBLIC;
 GRANT SELECT ON stream_ext.backfill_offsets TO PUBLIC;
 
 -- Stop the Kafka replay of a view (its owner only); true if one was running.
@@ -633,7 +645,12 @@ CREATE TABLE stream_ext.rebuilds (
     last_error    text
 );
 CREATE INDEX ON stream_ext.rebuilds (original);
-GRANT SELECT ON stream_ext.rebuilds TO PUBLIC;
+-- last_error may quote a row that broke the backfill: it is for the
+-- view's readers, through backfill_progress (docs/security.md)
+GRANT SELECT (view, original, shadow, stream, backfill_from, handover, end_block,
+              next_block, rows_done, view_sql, backfill_sql, distinct_sql, count_sql,
+              auto_swap, batch_blocks, state, started_at, updated_at, finished_at)
+    ON stream_ext.rebuilds TO PUBLIC;
 
 -- One row per rebuild, unlogged like the streams: a crash empties both, so
 -- a rebuild whose row is gone has lost the stream rows its backfill still
@@ -668,7 +685,8 @@ SELECT b.view,
        b.started_at,
        b.updated_at,
        b.finished_at,
-       b.last_error,
+       CASE WHEN pg_catalog.has_table_privilege(b.view, 'SELECT')
+            THEN b.last_error END AS last_error,
        'kafka replay'::text AS kind,
        NULL::bigint AS rows_done,
        NULL::bigint AS rows_estimate,
@@ -679,7 +697,8 @@ SELECT b.view,
  GROUP BY b.view
 UNION ALL
 SELECT r.view, NULL, r.state, r.backfill_from, NULL, NULL, NULL, NULL, NULL,
-       r.started_at, r.updated_at, r.finished_at, r.last_error,
+       r.started_at, r.updated_at, r.finished_at,
+       CASE WHEN pg_catalog.has_table_privilege(r.view, 'SELECT') THEN r.last_error END,
        'rebuild',
        r.rows_done,
        CASE WHEN r.next_block >= r.end_block THEN r.rows_done
