@@ -269,7 +269,7 @@ class Gen:
                 bare.append(('a%d' % i, a))
             sel.append('%s AS a%d' % (a, i))
         if r.random() < 0.05 and chosen:
-            sel.append("count(*)::text || ':' || coalesce(max(%s)::text, '-') AS lbl" % self.cols[0][0])
+            sel.append("count(*)::text || ':' || coalesce(max(%s::text), '-') AS lbl" % self.cols[0][0])
         hidden = bool(keys) and r.random() < 0.1
         keysel = []
         for i, k in enumerate(keys):
@@ -310,6 +310,47 @@ class Gen:
                     keycols=[s.rsplit(' AS ', 1)[1] for s in keysel],
                     bare=bare, where=where, having=having, hop=bool(hop),
                     keyexprs=dict(('k%d' % (i + 1), k) for i, k in enumerate(keys)))
+
+
+    def rollup(self, vi, base):
+        """A view over the continuous view base (a roll-up): a subset of its
+        key columns, and per aggregate column sum() (of a count or sum),
+        min()/max() (of a min/max) or stream_ext.combine().  Its oracle is
+        the composed query over the stream: base's aggregates over the
+        coarse groups."""
+        r = self.r
+        name = 'v%d' % vi
+        keys = [k for k in base['keycols'] if r.random() < 0.6]
+        sel, plain = [], []
+        for k in keys:
+            sel.append('%s AS %s' % (k, k))
+            plain.append('%s AS %s' % (base['keyexprs'][k], k))
+        for i, (alias, agg) in enumerate(r.sample(base['bare'], r.randint(1, len(base['bare'])))):
+            fn = agg.split('(', 1)[0]
+            if fn in ('count', 'sum') and 'DISTINCT' not in agg and r.random() < 0.7:
+                outer = 'sum(%s)' % alias
+            elif fn in ('min', 'max') and r.random() < 0.7:
+                outer = '%s(%s)' % (fn, alias)
+            else:
+                outer = 'stream_ext.combine(%s)' % alias
+            sel.append('%s AS r%d' % (outer, i))
+            if not keys and outer.startswith('sum('):
+                # sum() over no rows of the finer view is NULL, as in SQL
+                # over that view, where count() over no stream rows is 0
+                plain.append('CASE WHEN count(*) > 0 THEN %s END AS r%d' % (agg, i))
+            else:
+                plain.append('%s AS r%d' % (agg, i))
+        q = 'SELECT %s FROM %s' % (', '.join(sel), base['name'])
+        pq = 'SELECT %s FROM s' % ', '.join(plain)
+        if base['where']:
+            pq += ' WHERE ' + base['where']
+        if keys:
+            q += ' GROUP BY ' + ', '.join(keys)
+            pq += ' GROUP BY ' + ', '.join(base['keyexprs'][k] for k in keys)
+        ddl = "SET TimeZone = %s;\nCREATE VIEW %s WITH (continuous) AS %s;\n" % (lit(base['tz']), name, q)
+        return dict(name=name, ddl=ddl, query=pq, nkeys=len(keys), hidden=False, tz=base['tz'],
+                    keycols=keys, bare=[], where=None, having=False, hop=False,
+                    keyexprs=dict((k, base['keyexprs'][k]) for k in keys), rollup_of=base['name'])
 
 
 # ---------------------------------------------------------------- the run
@@ -434,7 +475,12 @@ class Run:
         self.exec_step(sql, 'stream', expect_ok=True)
 
     def add_view(self, vi):
-        v = self.g.view(vi)
+        bases = [b for b in self.views if b['keycols'] and b['bare'] and not (b['hop'] or b['having'] or b['hidden']
+                                                                             or b.get('rollup_of'))]
+        if bases and self.g.r.random() < 0.3:
+            v = self.g.rollup(vi, self.g.r.choice(bases))
+        else:
+            v = self.g.view(vi)
         rc, out, err = self.exec_step(v['ddl'], 'view:' + v['name'], record=False)
         if rc != 0:
             # refused: the shape (or the data already in the stream) is not
