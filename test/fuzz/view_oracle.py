@@ -254,6 +254,15 @@ class Gen:
             hop = (r.choice(ts_cols), r.choice([("'1 hour'", "'20 minutes'"), ("'30 minutes'", "'30 minutes'"),
                                                 ("'10 minutes'", "'4 minutes'")]))
         aggs = self.agg_exprs()
+        frm = 's'
+        if r.random() < 0.12 and not hop:
+            # the stream joined to a table that never changes (docs/joins.md):
+            # the same join in the plain query
+            ic = r.choice(self.cols_of('int'))
+            frm = 's %s dim d ON d.id = s.%s %% 10' % (r.choice(['JOIN', 'LEFT JOIN']), ic)
+            if r.random() < 0.5:
+                keys.append('d.name')
+            aggs += ['sum(d.w)', 'max(d.name)', 'count(d.id)']
         sel = []
         bare = []           # (alias, aggregate) of plain aggregate columns
         naggs = r.randint(0, 5) if keys else r.randint(1, 5)
@@ -280,7 +289,7 @@ class Gen:
             keysel.insert(0, 'w.window_start AS wstart')
         if not keysel and not sel:
             sel.append('count(*) AS a0')
-        q = 'SELECT ' + ', '.join(keysel + sel) + ' FROM s'
+        q = 'SELECT ' + ', '.join(keysel + sel) + ' FROM ' + frm
         if hop:
             q += ', stream_ext.hop(%s, %s, %s) AS w(window_start)' % (hop[0], hop[1][0], hop[1][1])
         where = None
@@ -309,7 +318,7 @@ class Gen:
         return dict(name=name, ddl=ddl, query=q, nkeys=nk, hidden=hidden, tz=tz,
                     keycols=[s.rsplit(' AS ', 1)[1] for s in keysel],
                     bare=bare, where=where, having=having, hop=bool(hop),
-                    keyexprs=dict(('k%d' % (i + 1), k) for i, k in enumerate(keys)))
+                    keyexprs=dict(('k%d' % (i + 1), k) for i, k in enumerate(keys)), frm=frm)
 
 
     def rollup(self, vi, base):
@@ -341,7 +350,7 @@ class Gen:
             else:
                 plain.append('%s AS r%d' % (agg, i))
         q = 'SELECT %s FROM %s' % (', '.join(sel), base['name'])
-        pq = 'SELECT %s FROM s' % ', '.join(plain)
+        pq = 'SELECT %s FROM %s' % (', '.join(plain), base['frm'])
         if base['where']:
             pq += ' WHERE ' + base['where']
         if keys:
@@ -350,7 +359,8 @@ class Gen:
         ddl = "SET TimeZone = %s;\nCREATE VIEW %s WITH (continuous) AS %s;\n" % (lit(base['tz']), name, q)
         return dict(name=name, ddl=ddl, query=pq, nkeys=len(keys), hidden=False, tz=base['tz'],
                     keycols=keys, bare=[], where=None, having=False, hop=False,
-                    keyexprs=dict((k, base['keyexprs'][k]) for k in keys), rollup_of=base['name'])
+                    keyexprs=dict((k, base['keyexprs'][k]) for k in keys), rollup_of=base['name'],
+                    frm=None)
 
 
 # ---------------------------------------------------------------- the run
@@ -471,12 +481,15 @@ class Run:
         psql("DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s;" % (self.schema, self.schema) + SETUP)
         cols = ", ".join("%s %s" % (c, t) for c, t in self.g.cols)
         sql = ("SELECT stream_ext.create_stream('s', %s);\nSELECT stream_ext.set_retention('s', NULL);\n"
+               "CREATE TABLE dim (id int PRIMARY KEY, name text, w int);\n"
+               "INSERT INTO dim SELECT i, 'd' || (i %% 4), i * 10 FROM generate_series(0, 7) i;\n"
                % (lit(cols),))
         self.exec_step(sql, 'stream', expect_ok=True)
 
     def add_view(self, vi):
         bases = [b for b in self.views if b['keycols'] and b['bare'] and not (b['hop'] or b['having'] or b['hidden']
-                                                                             or b.get('rollup_of'))]
+                                                                             or b.get('rollup_of'))
+                 and b['frm'] == 's']
         if bases and self.g.r.random() < 0.3:
             v = self.g.rollup(vi, self.g.r.choice(bases))
         else:
@@ -760,15 +773,16 @@ class Run:
             labels.append((alias, 'all'))
             script += "\\echo @@%s.all:V\nSELECT stream_ext.combine(%s) FROM %s;\n\\echo @@end :SQLSTATE\n" % (
                 alias, alias, v['name'])
-            script += "\\echo @@%s.all:Q\nSELECT %s FROM s WHERE %s;\n\\echo @@end :SQLSTATE\n" % (alias, agg, w)
+            script += "\\echo @@%s.all:Q\nSELECT %s FROM %s WHERE %s;\n\\echo @@end :SQLSTATE\n" % (
+                alias, agg, v['frm'], w)
             if key:
                 kc = "k1 = %s::%s" % (key, tmap['k1'])
                 qc = "(%s) = %s::%s" % (v['keyexprs']['k1'], key, tmap['k1'])
                 labels.append((alias, 'key'))
                 script += "\\echo @@%s.key:V\nSELECT stream_ext.combine(%s) FROM %s WHERE %s;\n\\echo @@end :SQLSTATE\n" % (
                     alias, alias, v['name'], kc)
-                script += "\\echo @@%s.key:Q\nSELECT %s FROM s WHERE (%s) AND %s;\n\\echo @@end :SQLSTATE\n" % (
-                    alias, agg, w, qc)
+                script += "\\echo @@%s.key:Q\nSELECT %s FROM %s WHERE (%s) AND %s;\n\\echo @@end :SQLSTATE\n" % (
+                    alias, agg, v['frm'], w, qc)
         p = subprocess.run([PSQL, '-X', '-q', '-A', '-t', '-F', '\x1f'],
                            input="SET client_min_messages = warning;\nSET search_path = %s, public;\n" % self.schema
                            + script, capture_output=True, text=True, timeout=600)
