@@ -552,6 +552,9 @@ class Run:
         kind = r.choice(['load', 'load', 'load', 'load', 'txn', 'rollback', 'savepoint', 'compact',
                          'concurrent', 'multi'])
         fast = "SET stream_ext.fast_batches = %s;\n" % r.choice(['on', 'on', 'off'])
+        if r.random() < 0.2:
+            # backpressure: the writer compacts a delta past this many rows
+            fast += "SET stream_ext.compact_threshold = %d;\n" % r.choice([1, 50, 1000])
         if kind == 'load':
             sql = fast + self.one_load(r, self.batch_size())
         elif kind == 'multi':
