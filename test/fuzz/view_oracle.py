@@ -56,6 +56,28 @@ LOAD_CLASSES = ('22', '40', '55')
 
 # clean refusals seen: (SQLSTATE, message) -> an example query
 REFUSALS = {}
+# shapes of the views checked: feature -> count
+COVERAGE = {}
+
+
+def cover(v):
+    q, ddl = v['query'], v['ddl']
+    feats = ['keys=%d' % v['nkeys']]
+    for f, pat in (('hop', 'hop('), ('tumble', 'tumble('), ('date_bin', 'date_bin('), ('date_trunc', 'date_trunc('),
+                   ('join', 'JOIN dim'), ('where', ' WHERE '), ('having', 'HAVING'), ('filter', 'FILTER'),
+                   ('count_distinct', 'DISTINCT'), ('lateness', 'allowed_lateness'), ('avg', 'avg('),
+                   ('stddev/var', 'std'), ('bool_and/or', 'bool_'), ('bit_and/or', 'bit_'), ('sum', 'sum('),
+                   ('min/max', 'min('), ('agg_expression', ' * 2 + 1'),
+                   ('delta_key_index=hash', 'delta_key_index = hash'), ('delta_key_index=off', 'delta_key_index = off'),
+                   ('share_storage=off', 'share_storage = off')):
+        if pat in q or pat in ddl:
+            feats.append(f)
+    if v.get('rollup_of'):
+        feats.append('rollup')
+    if v['hidden']:
+        feats.append('hidden_key')
+    for f in feats:
+        COVERAGE[f] = COVERAGE.get(f, 0) + 1
 
 
 class Finding(Exception):
@@ -951,6 +973,8 @@ def main():
         try:
             run.run()
             shapes += len(run.views)
+            for v in run.views:
+                cover(v)
             refused += len(run.g.__dict__.get('refused', []))
             print('ok      seed %d: %d views, %d steps, %d refused (%.1f s)' % (
                 seed, len(run.views), len(run.script), len(run.g.__dict__.get('refused', [])), time.time() - ts),
@@ -977,6 +1001,7 @@ def main():
                     os.unlink(f)
                 except OSError:
                     pass
+    print('views checked, by feature: ' + ', '.join('%s %d' % kv for kv in sorted(COVERAGE.items())))
     for (st, msg), q in sorted(REFUSALS.items()):
         print('refused %s %s\n    e.g. %s' % (st, msg, q))
     print('view_oracle: %d seeds, %d views checked, %d shapes refused cleanly, %d findings (%.0f s)'
