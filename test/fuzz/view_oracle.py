@@ -454,6 +454,20 @@ def close(a, b, isfloat):
 
 def rows_match(vrows, qrows, floatcols):
     """Pair view-only rows with query-only rows equal but for float rounding."""
+    # equal rows first, as a multiset (a read may return thousands)
+    key = lambda row: json.dumps(row, sort_keys=True, default=str)
+    counts = {}
+    for q in qrows:
+        counts.setdefault(key(q), []).append(q)
+    rest_v = []
+    for v in vrows:
+        same = counts.get(key(v))
+        if same:
+            same.pop()
+        else:
+            rest_v.append(v)
+    vrows = rest_v
+    qrows = [q for qs in counts.values() for q in qs]
     left = list(qrows)
     unmatched = []
     for v in vrows:
