@@ -37,6 +37,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -537,11 +538,43 @@ aggsupport_define_gucs(void)
 typedef struct KeyHashCache
 {
 	Oid			type;
+	bool		is_numeric;		/* numeric, or a domain over it */
 	FmgrInfo	proc;
 } KeyHashCache;
 
 /* what a NULL key hashes to (NULL keys form one group) */
 #define KEY_HASH_NULL UINT64CONST(0x6a09e667f3bcc908)
+
+/*
+ * numeric keys.  PostgreSQL's hash_numeric_extended() hashes a value's
+ * digits and weight but not its sign, and gives NaN, Infinity and
+ * -Infinity all the same hash (the seed): x and -x, and the three special
+ * values, would always be different groups with one hash.  A negative
+ * value's hash is therefore combined with a constant, and each special
+ * value gets a constant of its own.  (Zero is never negative: numeric
+ * stores -0 as 0.)
+ */
+#define KEY_HASH_NUMERIC_NEG UINT64CONST(0x510e527fade682d1)
+#define KEY_HASH_NUMERIC_NAN UINT64CONST(0xbb67ae8584caa73b)
+#define KEY_HASH_NUMERIC_INF UINT64CONST(0x3c6ef372fe94f82b)
+#define KEY_HASH_NUMERIC_NEG_INF UINT64CONST(0xa54ff53a5f1d36f1)
+
+static uint64
+numeric_key_hash(FmgrInfo *proc, Datum value)
+{
+	Numeric		num = DatumGetNumeric(value);
+	bool		negative;
+	uint64		h;
+
+	if (numeric_is_nan(num))
+		return KEY_HASH_NUMERIC_NAN;
+	negative = DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
+												 NumericGetDatum(int64_to_numeric(0)))) < 0;
+	if (numeric_is_inf(num))
+		return negative ? KEY_HASH_NUMERIC_NEG_INF : KEY_HASH_NUMERIC_INF;
+	h = DatumGetUInt64(FunctionCall2(proc, NumericGetDatum(num), Int64GetDatum(0)));
+	return negative ? hash_combine64(KEY_HASH_NUMERIC_NEG, h) : h;
+}
 
 /*
  * stream_ext.key_hash(value "any", seed int8) RETURNS int8: the hash of
@@ -551,7 +584,8 @@ typedef struct KeyHashCache
  * hashes stay the same across restarts and dump/restore, as hash
  * partitioning needs), combined into seed.  Keys are hashed as key_hash(k2, key_hash(k1, 0)).  No cast
  * is involved: a timestamptz is hashed as a timestamptz, whatever the
- * time zone.
+ * time zone.  numeric is the exception: its hash function ignores the
+ * sign and hashes NaN and +-Infinity alike (numeric_key_hash()).
  */
 Datum
 stream_ext_key_hash(PG_FUNCTION_ARGS)
@@ -582,10 +616,14 @@ stream_ext_key_hash(PG_FUNCTION_ARGS)
 				cache = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(KeyHashCache));
 			fmgr_info_cxt(tc->hash_extended_proc, &cache->proc, fcinfo->flinfo->fn_mcxt);
 			cache->type = type;
+			cache->is_numeric = (getBaseType(type) == NUMERICOID);
 			fcinfo->flinfo->fn_extra = cache;
 		}
-		h = DatumGetUInt64(FunctionCall2Coll(&cache->proc, PG_GET_COLLATION(),
-											 PG_GETARG_DATUM(0), Int64GetDatum(0)));
+		if (cache->is_numeric)
+			h = numeric_key_hash(&cache->proc, PG_GETARG_DATUM(0));
+		else
+			h = DatumGetUInt64(FunctionCall2Coll(&cache->proc, PG_GET_COLLATION(),
+												 PG_GETARG_DATUM(0), Int64GetDatum(0)));
 	}
 	PG_RETURN_INT64((int64) hash_combine64(seed, h));
 }

@@ -26,7 +26,8 @@
  *	  aggregates whose state is their result -- becomes the bare state;
  *	- the call becomes stream_ext.finalize(stream_ext.merge_states(state,
  *	  'agg'), 'agg', NULL::result): the states of the selected rows merged
- *	  with the aggregate's combine function, then finalized.
+ *	  with the aggregate's combine function, then finalized (over no rows:
+ *	  the aggregate's initial state finalized, count() is 0).
  *
  * The view stays a view: its WHERE (a HAVING), its windows, its owner's
  * permission checks and the read check of privileges.c are the rewriter's,
@@ -302,9 +303,54 @@ regproc_const(Oid procid)
 }
 
 /*
+ * merge_states() over no rows (no view row read, or none passing the
+ * call's FILTER) is NULL.  The aggregate itself over no rows starts from
+ * its initial value (count(): 0), which its final function, if any, then
+ * sees: so COALESCE(merged, initial state) when the aggregate has one.
+ * An internal state has no value to start from here; such aggregates
+ * (sum(numeric), ...) have none.
+ */
+static Node *
+initial_state_if_null(Node *merged, Oid aggfnoid, Oid statetype, Oid collid)
+{
+	HeapTuple	tup;
+	Datum		initval;
+	bool		isnull;
+	Oid			transtype;
+	Oid			typinput;
+	Oid			typioparam;
+	Const	   *init;
+	CoalesceExpr *c;
+
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
+	transtype = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtranstype;
+	initval = SysCacheGetAttr(AGGFNOID, tup, Anum_pg_aggregate_agginitval, &isnull);
+	if (isnull || transtype == INTERNALOID)
+	{
+		ReleaseSysCache(tup);
+		return merged;
+	}
+	getTypeInputInfo(statetype, &typinput, &typioparam);
+	init = makeConst(statetype, -1, collid, get_typlen(statetype),
+					 OidInputFunctionCall(typinput, TextDatumGetCString(initval), typioparam, -1),
+					 false, get_typbyval(statetype));
+	ReleaseSysCache(tup);
+
+	c = makeNode(CoalesceExpr);
+	c->coalescetype = statetype;
+	c->coalescecollid = collid;
+	c->args = list_make2(merged, init);
+	c->location = -1;
+	return (Node *) c;
+}
+
+/*
  * What a combine() call becomes: finalize(merge_states(state, agg), agg,
  * NULL::result), with merge_states an Aggref of the same query level
- * (keeping the call's FILTER).  A count(DISTINCT) column (aggfnoid
+ * (keeping the call's FILTER) and, over no rows, the aggregate's initial
+ * state in its place (initial_state_if_null()).  A count(DISTINCT) column (aggfnoid
  * InvalidOid, state: the array of its values, combine_distinct.c) becomes
  * stream_ext.distinct_union(values).
  */
@@ -354,7 +400,8 @@ merged_call(Aggref *call, Var *state, Oid aggfnoid)
 	merge->location = call->location;
 
 	fin = makeFuncExpr(finalize_oid, call->aggtype,
-					   list_make3(merge, regproc_const(aggfnoid),
+					   list_make3(initial_state_if_null((Node *) merge, aggfnoid, statetype, state->varcollid),
+								  regproc_const(aggfnoid),
 								  makeNullConst(call->aggtype, -1, call->aggcollid)),
 					   call->aggcollid, InvalidOid, COERCE_EXPLICIT_CALL);
 	return (Node *) fin;

@@ -74,6 +74,9 @@
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
+/* add_path()'s fuzz factor for costs (STD_FUZZ_FACTOR of pathnode.c) */
+#define SORT_FUZZ_FACTOR 1.01
+
 static bool stream_ext_ordered_reads = true;
 
 /*
@@ -216,6 +219,7 @@ static void
 add_sorted_cheapest(PlannerInfo *root, RelOptInfo *rel)
 {
 	Path	   *cheapest = NULL;
+	Path	   *sorted;
 	ListCell   *lc;
 
 	foreach(lc, root->query_pathkeys)
@@ -247,7 +251,29 @@ add_sorted_cheapest(PlannerInfo *root, RelOptInfo *rel)
 	}
 	if (cheapest == NULL || pathkeys_contained_in(root->query_pathkeys, cheapest->pathkeys))
 		return;
-	add_path(rel, (Path *) create_sort_path(root, rel, cheapest, root->query_pathkeys, -1.0));
+	sorted = (Path *) create_sort_path(root, rel, cheapest, root->query_pathkeys, -1.0);
+
+	/*
+	 * add_path() frees the paths the new one dominates, and a sort that costs
+	 * (fuzzily) no more than its input -- an aggregation yielding few rows,
+	 * whose startup cost is its total -- dominates that input: the sort's
+	 * subpath would be freed memory, which a later path may reuse (a plan
+	 * then recursed into itself until "stack depth limit exceeded").  Such a
+	 * sort takes its input's place in the list instead, as
+	 * apply_scanjoin_target_to_paths() replaces paths in place; set_cheapest()
+	 * runs after this hook.
+	 */
+	if (sorted->startup_cost <= cheapest->startup_cost * SORT_FUZZ_FACTOR &&
+		sorted->total_cost <= cheapest->total_cost * SORT_FUZZ_FACTOR)
+	{
+		foreach(lc, rel->pathlist)
+		{
+			if (lfirst(lc) == cheapest)
+				lfirst(lc) = sorted;
+		}
+	}
+	else
+		add_path(rel, sorted);
 }
 
 /* Does root plan a query that reads a table guarded by stream_ext first? */
