@@ -693,6 +693,18 @@ class Run:
             raise Finding('view %s differs from its query:\n  only in view (%d): %s\n  only in query (%d): %s'
                           % (v['name'], len(um_v), json.dumps(um_v[:10]), len(um_q), json.dumps(um_q[:10])))
 
+    def run_blocks(self, script, what):
+        """script run in the seed's schema: its labelled result blocks
+        (parse_blocks()) and psql's process; an internal error is a finding
+        about what"""
+        p = subprocess.run([PSQL, '-X', '-q', '-A', '-t', '-F', '\x1f'],
+                           input="SET client_min_messages = warning;\nSET search_path = %s, public;\n" % self.schema
+                           + script, capture_output=True, text=True, timeout=600)
+        bad = is_internal(p.stderr)
+        if bad:
+            raise Finding('%s: %s:\n%s' % (what, bad, p.stderr.strip()[-3000:]))
+        return parse_blocks(p.stdout), p
+
     def check_reads(self, v, types):
         """Reads by key and ORDER BY ... LIMIT, on the view and on the query."""
         r = self.g.r
@@ -762,13 +774,7 @@ class Run:
                     add('f%s' % orr, "SELECT * FROM %s WHERE %s ORDER BY %s LIMIT %d;" % (v['name'], c0, rest, lim),
                         "SELECT * FROM (%s) s WHERE %s ORDER BY %s LIMIT %d;" % (q, c0, rest, lim), g)
         script = "\\pset null '<NULL>'\n" + script
-        p = subprocess.run([PSQL, '-X', '-q', '-A', '-t', '-F', '\x1f'],
-                           input="SET client_min_messages = warning;\nSET search_path = %s, public;\n" % self.schema
-                           + script, capture_output=True, text=True, timeout=600)
-        bad = is_internal(p.stderr)
-        if bad:
-            raise Finding('reads of %s: %s:\n%s' % (v['name'], bad, p.stderr.strip()[-3000:]))
-        blocks = parse_blocks(p.stdout)
+        blocks, p = self.run_blocks(script, 'reads of %s' % v['name'])
         colnames = [c for c, _ in types]
         for label in checks:
             vb, qb = blocks.get(label + ':V'), blocks.get(label + ':Q')
@@ -822,13 +828,7 @@ class Run:
                     alias, alias, v['name'], kc)
                 script += "\\echo @@%s.key:Q\nSELECT %s FROM %s WHERE (%s) AND %s;\n\\echo @@end :SQLSTATE\n" % (
                     alias, agg, v['frm'], w, qc)
-        p = subprocess.run([PSQL, '-X', '-q', '-A', '-t', '-F', '\x1f'],
-                           input="SET client_min_messages = warning;\nSET search_path = %s, public;\n" % self.schema
-                           + script, capture_output=True, text=True, timeout=600)
-        bad = is_internal(p.stderr)
-        if bad:
-            raise Finding('combine() of %s: %s:\n%s' % (v['name'], bad, p.stderr.strip()[-3000:]))
-        blocks = parse_blocks(p.stdout)
+        blocks, p = self.run_blocks(script, 'combine() of %s' % v['name'])
         for alias, kind in labels:
             vb, qb = blocks.get('%s.%s:V' % (alias, kind)), blocks.get('%s.%s:Q' % (alias, kind))
             if vb is None or qb is None or vb[1] != qb[1]:
