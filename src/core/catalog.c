@@ -448,8 +448,8 @@ catalog_view_in_schema(Oid nspid)
 /*
  * The users of objects recorded by ddl/used_objects.c and query/joins.c:
  * NORMAL dependencies of materializations, of the views of shared storages
- * and of transforms, on anything but a stream.  Rows: what it is ("continuous view v"), refclassid, refobjid,
- * refobjsubid.
+ * and of transforms, on anything but a stream.  Rows: what it is
+ * ("continuous view v"), refclassid, refobjid, refobjsubid.
  */
 static char *
 used_objects_sql(void)

@@ -73,7 +73,7 @@ typedef struct PinnedSetting
 	const char *name;
 	const char *value;			/* NULL: the view's TimeZone */
 	struct config_generic *gen; /* found on first use */
-	int			intval;			/* value, for an enum or integer setting */
+	int			intval;			/* value, for an enum, integer or boolean setting */
 } PinnedSetting;
 
 /*

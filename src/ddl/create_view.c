@@ -609,7 +609,7 @@ create_build(ViewBuild *cv)
 	if (!OidIsValid(cv->rollup.upstream) && !cv->shared)
 		se_record_dependency(RelationRelationId, obj->matrelid, RelationRelationId,
 							 plan->streamid, DEPENDENCY_NORMAL);
-	/* a shared storage's member: on its view (ddl/used_objects.c) */
+	/* what it joins and uses: a shared storage's member holds it itself (ddl/used_objects.c) */
 	joins_record_dependencies(plan->query, cv->shared ? obj->viewid : obj->matrelid);
 	ddl_record_used_objects(cv->shared ? obj->viewid : obj->matrelid, plan->query);
 	foreach(lc, obj->auxids)

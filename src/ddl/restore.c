@@ -208,15 +208,14 @@ ddl_restore_dependencies(Oid streamid)
 	foreach(lc, objects)
 	{
 		StreamObject *obj = lfirst(lc);
+		/* held by the materialization; by a transform or a shared storage's member itself */
+		Oid			holder = obj->transform || catalog_shared_prefix(obj->objid) != NULL ?
+			obj->objid : obj->relid;
 
-		/* on a transform, or a member of a shared storage: on its view */
-		n += joins_restore_dependencies(obj->sql,
-										obj->transform ||
-										catalog_shared_prefix(obj->objid) != NULL ?
-										obj->objid : obj->relid);
+		n += joins_restore_dependencies(obj->sql, holder);
 		/* functions, types, ... of its definition (ddl/used_objects.c) */
 		if (!obj->transform)
-			n += ddl_restore_used_objects(obj->objid, obj->relid);
+			n += ddl_restore_used_objects(obj->objid, holder);
 	}
 	return n;
 }

@@ -635,14 +635,14 @@ ddl_record_renamed_stream(List *definitions)
 
 /*
  * After pg_restore: what continuous view viewid's recorded definition uses,
- * recorded where missing on its materialization matrelid, or on the view
- * when it is a member of a shared storage; returns how many.
+ * recorded where missing on relid, the relation that holds them (its
+ * materialization; the view itself for a member of a shared storage);
+ * returns how many.
  */
 int
-ddl_restore_used_objects(Oid viewid, Oid matrelid)
+ddl_restore_used_objects(Oid viewid, Oid relid)
 {
 	RecordedDefinition *rd = analyze_recorded(viewid);
-	Oid			relid = catalog_shared_prefix(viewid) != NULL ? viewid : matrelid;
 	ObjectAddress depender;
 	ListCell   *lc;
 	int			n = 0;
@@ -683,7 +683,7 @@ ddl_used_objects_to_view(Oid viewid, Oid matrelid)
 												  DEPENDENCY_NORMAL, RelationRelationId,
 												  lfirst_oid(lc));
 	CommandCounterIncrement();
-	(void) ddl_restore_used_objects(viewid, matrelid);
+	(void) ddl_restore_used_objects(viewid, viewid);
 	joins_record_dependencies(rd->query, viewid);
 	CommandCounterIncrement();
 }

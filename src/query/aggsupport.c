@@ -539,6 +539,7 @@ typedef struct KeyHashCache
 {
 	Oid			type;
 	bool		is_numeric;		/* numeric, or a domain over it */
+	Datum		numeric_zero;	/* then 0, to compare with (numeric_key_hash()) */
 	FmgrInfo	proc;
 } KeyHashCache;
 
@@ -560,7 +561,7 @@ typedef struct KeyHashCache
 #define KEY_HASH_NUMERIC_NEG_INF UINT64CONST(0xa54ff53a5f1d36f1)
 
 static uint64
-numeric_key_hash(FmgrInfo *proc, Datum value)
+numeric_key_hash(KeyHashCache *cache, Datum value)
 {
 	Numeric		num = DatumGetNumeric(value);
 	bool		negative;
@@ -569,10 +570,10 @@ numeric_key_hash(FmgrInfo *proc, Datum value)
 	if (numeric_is_nan(num))
 		return KEY_HASH_NUMERIC_NAN;
 	negative = DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
-												 NumericGetDatum(int64_to_numeric(0)))) < 0;
+												 cache->numeric_zero)) < 0;
 	if (numeric_is_inf(num))
 		return negative ? KEY_HASH_NUMERIC_NEG_INF : KEY_HASH_NUMERIC_INF;
-	h = DatumGetUInt64(FunctionCall2(proc, NumericGetDatum(num), Int64GetDatum(0)));
+	h = DatumGetUInt64(FunctionCall2(&cache->proc, NumericGetDatum(num), Int64GetDatum(0)));
 	return negative ? hash_combine64(KEY_HASH_NUMERIC_NEG, h) : h;
 }
 
@@ -617,10 +618,17 @@ stream_ext_key_hash(PG_FUNCTION_ARGS)
 			fmgr_info_cxt(tc->hash_extended_proc, &cache->proc, fcinfo->flinfo->fn_mcxt);
 			cache->type = type;
 			cache->is_numeric = (getBaseType(type) == NUMERICOID);
+			if (cache->is_numeric)
+			{
+				MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+				cache->numeric_zero = NumericGetDatum(int64_to_numeric(0));
+				MemoryContextSwitchTo(old);
+			}
 			fcinfo->flinfo->fn_extra = cache;
 		}
 		if (cache->is_numeric)
-			h = numeric_key_hash(&cache->proc, PG_GETARG_DATUM(0));
+			h = numeric_key_hash(cache, PG_GETARG_DATUM(0));
 		else
 			h = DatumGetUInt64(FunctionCall2Coll(&cache->proc, PG_GET_COLLATION(),
 												 PG_GETARG_DATUM(0), Int64GetDatum(0)));
